@@ -1,0 +1,143 @@
+/* weft.h -- the public C API of weft, a collective-communication library.
+ *
+ * A communicator joins `nranks` processes. Every rank calls the same collectives in the same order
+ * with the same count, dtype, op and root; weft checks that and reports a mismatch as an error
+ * instead of returning garbage. Every call returns a weft_result_t; on failure
+ * weft_last_error() holds a message for the calling thread that names the rank, the peer and the
+ * operation. After a communication failure the communicator is marked failed and every later call
+ * on it returns WEFT_ERR_COMM_FAILED with the original message: destroy or abort it.
+ *
+ * Buffers: `sendbuf` and `recvbuf` may be equal (in place). Counts are in elements of `dtype`.
+ * Streams: every collective takes a weft_stream_t as its last argument, like NCCL's cudaStream_t.
+ * Host buffers pass NULL; the call then returns when the operation is complete.
+ */
+#ifndef WEFT_H_
+#define WEFT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+/* One integer, comparable: 10000 * major + 100 * minor + patch. */
+#define WEFT_VERSION_CODE \
+  (WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
+
+typedef enum {
+  WEFT_SUCCESS = 0,
+  WEFT_ERR_INVALID_ARGUMENT = 1, /* NULL buffer, unknown dtype or op, bad rank, bad variable */
+  WEFT_ERR_SYSTEM = 2,           /* an operating-system call failed (errno in the message) */
+  WEFT_ERR_TIMEOUT = 3,          /* a wait ran past WEFT_TIMEOUT_MS */
+  WEFT_ERR_REMOTE = 4,           /* a peer closed its connection or broke the protocol */
+  WEFT_ERR_MISMATCH = 5,         /* ranks called with different count, dtype, op, root or size */
+  WEFT_ERR_COMM_FAILED = 6,      /* the communicator failed earlier; see the message */
+  WEFT_ERR_UNSUPPORTED = 7,      /* valid, but not available in this build */
+  WEFT_ERR_NO_MEMORY = 8,
+  WEFT_ERR_INTERNAL = 9, /* a bug in weft: please report it with the message */
+  WEFT_ERR_ABORTED = 10  /* the communicator was aborted */
+} weft_result_t;
+
+typedef enum {
+  WEFT_INT8 = 0,
+  WEFT_UINT8 = 1,
+  WEFT_INT32 = 2,
+  WEFT_UINT32 = 3,
+  WEFT_INT64 = 4,
+  WEFT_UINT64 = 5,
+  WEFT_FLOAT16 = 6,  /* IEEE 754 binary16 */
+  WEFT_BFLOAT16 = 7, /* bfloat16 */
+  WEFT_FLOAT32 = 8,
+  WEFT_FLOAT64 = 9,
+  WEFT_NUM_DTYPES = 10
+} weft_dtype_t;
+
+/* fp16 and bf16 are reduced in float and rounded back to nearest, ties to even, at every step.
+ * WEFT_AVG divides the sum by the number of ranks. On floating types that is a true division. On
+ * integer types it is the sum (wrapping on overflow, like WEFT_SUM) divided by nranks with C's
+ * truncation toward zero, as NCCL's ncclAvg does; torch rejects avg on integer tensors, so callers
+ * that want torch's behaviour must not pass it. */
+typedef enum {
+  WEFT_SUM = 0,
+  WEFT_PROD = 1,
+  WEFT_MIN = 2,
+  WEFT_MAX = 3,
+  WEFT_AVG = 4,
+  WEFT_NUM_OPS = 5
+} weft_op_t;
+
+typedef struct weft_comm weft_comm_t;
+
+/* A cudaStream_t for device buffers; NULL for host buffers. */
+typedef void *weft_stream_t;
+
+/* Features compiled into this build, as returned by weft_build_features(). */
+#define WEFT_FEATURE_CUDA 0x1
+
+/* ---- Library ---------------------------------------------------------------------------- */
+
+/* WEFT_VERSION_CODE of the library that is linked (may differ from the header's). */
+int weft_version(void);
+/* A bit set of WEFT_FEATURE_*. */
+unsigned weft_build_features(void);
+/* A static description of a result code, e.g. "timeout". */
+const char *weft_result_string(weft_result_t result);
+/* The message of the last failed call on this thread ("" if none). Valid until the next call. */
+const char *weft_last_error(void);
+/* Element size in bytes, or 0 for an unknown dtype. */
+size_t weft_dtype_size(weft_dtype_t dtype);
+const char *weft_dtype_name(weft_dtype_t dtype);
+const char *weft_op_name(weft_op_t op);
+
+/* ---- Communicators ----------------------------------------------------------------------- */
+
+/* Joins the job described by the launcher's environment. Rank, size and master are read from
+ * WEFT_RANK/WEFT_WORLD_SIZE/WEFT_MASTER_ADDR/WEFT_MASTER_PORT, else torchrun's RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT, else Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*; WEFT_INIT_URL
+ * (tcp://host:port) may stand for the master. README.md lists every variable. */
+weft_result_t weft_comm_init_env(weft_comm_t **comm);
+
+/* Joins a job of `nranks` ranks as `rank`; rank 0 serves the rendezvous on master_addr:master_port
+ * (an IPv4 or IPv6 address or a host name). Blocks until all ranks have joined or the timeout. */
+weft_result_t weft_comm_init(weft_comm_t **comm, int nranks, int rank, const char *master_addr,
+                             int master_port);
+
+/* The same with the master given as a URL: "tcp://host:port" or "tcp://[v6addr]:port". */
+weft_result_t weft_comm_init_url(weft_comm_t **comm, const char *url, int nranks, int rank);
+
+/* Closes connections in order and frees the communicator. *comm may be NULL. */
+weft_result_t weft_comm_destroy(weft_comm_t *comm);
+
+/* Frees the communicator at once without any further communication; peers blocked on it get an
+ * error promptly. For error paths: a rank that gives up calls this so that others do not wait. */
+weft_result_t weft_comm_abort(weft_comm_t *comm);
+
+weft_result_t weft_comm_rank(const weft_comm_t *comm, int *rank);
+weft_result_t weft_comm_size(const weft_comm_t *comm, int *size);
+/* The rank among the ranks on this host, and how many ranks this host has. */
+weft_result_t weft_comm_local_rank(const weft_comm_t *comm, int *local_rank);
+weft_result_t weft_comm_local_size(const weft_comm_t *comm, int *local_size);
+
+/* ---- Collectives ------------------------------------------------------------------------- */
+
+/* recvbuf[i] = op over all ranks of sendbuf[i], on every rank. */
+weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              weft_op_t op, weft_comm_t *comm, weft_stream_t stream);
+
+/* recvbuf = root's sendbuf, on every rank. sendbuf is read on the root only (others may pass
+ * NULL). */
+weft_result_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                             int root, weft_comm_t *comm, weft_stream_t stream);
+
+/* Returns on each rank once every rank has entered it. */
+weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H_ */
