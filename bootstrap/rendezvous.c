@@ -1,0 +1,99 @@
+/* rendezvous.c -- one communicator's rendezvous through the key-value store. */
+#include "bootstrap/rendezvous.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bootstrap/env.h"
+#include "bootstrap/store.h"
+#include "common/error.h"
+#include "common/net.h"
+
+struct boot_session {
+  boot_params_t p;
+  store_server_t *server; /* rank 0 only */
+  store_client_t *client;
+};
+
+weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise) {
+  weft_result_t res;
+  boot_session_t *s = calloc(1, sizeof *s);
+  if (!s) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "bootstrap: out of memory");
+  s->p = *p;
+  net_addr_t master;
+  WEFT_CHECK_GOTO(net_resolve(p->master_host, p->master_port, &master), res, fail);
+  store_identity_t id = {p->job_id, p->nranks, p->rank};
+  if (p->rank == 0) WEFT_CHECK_GOTO(store_server_start(p->master_port, &id, &s->server), res, fail);
+  WEFT_CHECK_GOTO(store_connect(&master, &id, p->config->connect_timeout_ms, &s->client), res,
+                  fail);
+  WEFT_CHECK_GOTO(net_local_addr_for(&master, p->config->socket_ifname, advertise), res, fail);
+  net_addr_set_port(advertise, 0);
+  *out = s;
+  return WEFT_SUCCESS;
+fail:
+  boot_close(s);
+  return err_context(res, "rank %d: bootstrap with master %s:%d", p->rank, p->master_host,
+                     p->master_port);
+}
+
+weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_record_t *all) {
+  char key[64];
+  int timeout = s->p.config->connect_timeout_ms;
+  weft_result_t res;
+  snprintf(key, sizeof key, "peer/%d", s->p.rank);
+  WEFT_CHECK_GOTO(store_set(s->client, key, mine, sizeof *mine), res, fail);
+  for (int r = 0; r < s->p.nranks; r++) {
+    size_t len = 0;
+    snprintf(key, sizeof key, "peer/%d", r);
+    WEFT_CHECK_GOTO(store_get(s->client, key, &all[r], sizeof all[r], &len, timeout), res, fail);
+    if (len != sizeof all[r]) {
+      res = WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d published a record of %zu bytes, expected %zu "
+                     "(different weft versions?)", r, len, sizeof all[r]);
+      goto fail;
+    }
+  }
+  /* Count in; the last rank to arrive releases everyone. Only then may rank 0 stop the store. */
+  int64_t arrived = 0;
+  WEFT_CHECK_GOTO(store_add(s->client, "joined", 1, &arrived), res, fail);
+  if (arrived == s->p.nranks) WEFT_CHECK_GOTO(store_set(s->client, "all-joined", "1", 1), res, fail);
+  const char *keys[] = {"all-joined"};
+  WEFT_CHECK_GOTO(store_wait(s->client, keys, 1, timeout), res, fail);
+  return WEFT_SUCCESS;
+fail:
+  return err_context(res, "rank %d: exchanging addresses", s->p.rank);
+}
+
+void boot_close(boot_session_t *s) {
+  if (!s) return;
+  if (s->client) store_close(s->client);
+  if (s->server) store_server_stop(s->server);
+  free(s);
+}
+
+static void read_first_line(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (fgets(buf, (int)cap, f)) buf[strcspn(buf, "\n")] = '\0';
+  fclose(f);
+}
+
+void boot_host_id(char *buf, size_t cap) {
+  char host[64] = "", boot[48] = "";
+  gethostname(host, sizeof host - 1);
+  read_first_line("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+  /* Network namespaces on one machine act as separate hosts for the transports (loopback is per
+   * namespace), so the namespace is part of the identity. */
+  struct stat st;
+  unsigned long long netns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+  snprintf(buf, cap, "%s/%s/%llu", host, boot, netns);
+}
+
+uint64_t boot_comm_id(uint64_t job_id, const char *master_host, int master_port) {
+  char text[320];
+  snprintf(text, sizeof text, "%llx@%s:%d", (unsigned long long)job_id, master_host, master_port);
+  return boot_job_hash(text);
+}

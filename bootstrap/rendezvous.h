@@ -1,0 +1,59 @@
+/* rendezvous.h -- internal: how the ranks of a new communicator find each other.
+ *
+ * Rank 0 serves the key-value store on the master port; every rank connects to it, publishes
+ * one record (its transport address and host identity), reads everyone's, and counts itself in.
+ * Init is complete when all ranks have counted themselves in, after which the store is no longer
+ * needed: rank 0 stops serving it, freeing the port for the next job. */
+#ifndef WEFT_BOOTSTRAP_RENDEZVOUS_H_
+#define WEFT_BOOTSTRAP_RENDEZVOUS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BOOT_HOST_ID_MAX 160
+
+typedef struct {
+  int rank, nranks;
+  const char *master_host;
+  int master_port;
+  uint64_t job_id; /* boot_job_hash() of the launcher's job id */
+  const weft_config_t *config;
+} boot_params_t;
+
+/* What every rank publishes: a blob for the transport plus the identity of its host. */
+typedef struct {
+  char host_id[BOOT_HOST_ID_MAX];
+  unsigned char addr[128 + 16]; /* transport address blob (a net_addr_t for TCP) */
+} boot_record_t;
+
+typedef struct boot_session boot_session_t;
+
+/* Starts the store on rank 0 and connects this rank to it. `advertise` receives the local
+ * address (a net_addr_t with port 0) that peers can reach this rank at. */
+weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise);
+
+/* Publishes `mine` and fills all[nranks] with every rank's record; returns when all ranks have
+ * done the same. */
+weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_record_t *all);
+
+void boot_close(boot_session_t *s);
+
+/* This host's identity: host name, boot id and network namespace. Ranks with equal identities
+ * share memory and loopback. */
+void boot_host_id(char *buf, size_t cap);
+
+/* The communicator id every rank derives alike from the job and the rendezvous address. */
+uint64_t boot_comm_id(uint64_t job_id, const char *master_host, int master_port);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_BOOTSTRAP_RENDEZVOUS_H_ */

@@ -1,0 +1,377 @@
+/* executor.c -- the one engine that runs every schedule: slicing, pipelining, fused reduction,
+ * call-description check and timeouts.
+ *
+ * Ops to one peer in one direction form a stream. Each stream keeps a FIFO of up to `window`
+ * posted slices; a slice is retired when its transfer completed and, for a reducing receive, once
+ * it has been folded into the output from its staging slot (still warm in cache: the reduction is
+ * part of the receive path, not a second pass). Retiring strictly in FIFO order gives every op a
+ * "slices done" counter that dependent ops (the forwarding sends of a ring) wait on. */
+#include "collectives/executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "kernels/reduce.h"
+
+#define HDR_BYTES 40
+#define HDR_MAGIC 0x57464344u /* "WFCD" */
+#define MAX_WINDOW 64
+/* How long one wait blocks at most, so the inactivity timeout is checked often enough. */
+#define WAIT_SLICE_MS 200
+
+typedef struct {
+  int op; /* schedule index, or -1 for the call description */
+  size_t slice;
+  xfer_t x;
+} flight_t;
+
+typedef struct {
+  int peer, is_send;
+  conn_t *conn;
+  int *ops, nops; /* schedule indices in stream order */
+  int cur;        /* position in ops of the op being posted */
+  size_t next_slice;
+  int hdr_pending; /* the call description still has to be posted on this stream */
+  flight_t fifo[MAX_WINDOW];
+  int head, count;
+  char *staging; /* window slots of slice bytes, for reducing receives */
+} stream_t;
+
+typedef struct {
+  size_t nslices, done;
+} op_state_t;
+
+typedef struct {
+  exec_ctx_t *ctx;
+  const schedule_t *s;
+  const coll_desc_t *desc;
+  const char *sendbuf;
+  char *recvbuf;
+  size_t esize, slice_elems;
+  int window;
+  kern_reduce_fn reduce;
+  op_state_t *states;
+  stream_t *streams;
+  int nstreams;
+  conn_t **conns;
+  int nconns;
+  unsigned char *hdr_out, *hdr_in, *token;
+} run_t;
+
+const char *coll_name(coll_kind_t kind) {
+  switch (kind) {
+    case COLL_ALL_REDUCE: return "all_reduce";
+    case COLL_BROADCAST: return "broadcast";
+    case COLL_BARRIER: return "barrier";
+  }
+  return "unknown collective";
+}
+
+static void hdr_encode(unsigned char *p, const coll_desc_t *d) {
+  uint32_t w[4] = {HDR_MAGIC, (uint32_t)d->kind, (uint32_t)d->dtype, (uint32_t)d->op};
+  uint64_t q[2] = {d->seq, (uint64_t)d->count};
+  int32_t root = d->root;
+  memcpy(p, w, sizeof w);
+  memcpy(p + 16, q, sizeof q);
+  memcpy(p + 32, &root, sizeof root);
+  memset(p + 36, 0, HDR_BYTES - 36);
+}
+
+static int hdr_decode(const unsigned char *p, coll_desc_t *d) {
+  uint32_t w[4];
+  uint64_t q[2];
+  int32_t root;
+  memcpy(w, p, sizeof w);
+  memcpy(q, p + 16, sizeof q);
+  memcpy(&root, p + 32, sizeof root);
+  if (w[0] != HDR_MAGIC) return 0;
+  d->kind = (coll_kind_t)w[1];
+  d->dtype = (weft_dtype_t)w[2];
+  d->op = (weft_op_t)w[3];
+  d->seq = q[0];
+  d->count = (size_t)q[1];
+  d->root = root;
+  return 1;
+}
+
+static void describe(const coll_desc_t *d, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s #%llu (count %zu, %s, %s, root %d)", coll_name(d->kind),
+           (unsigned long long)d->seq, d->count, weft_dtype_name(d->dtype), weft_op_name(d->op),
+           d->root);
+}
+
+static weft_result_t check_header(run_t *r, int peer) {
+  coll_desc_t theirs;
+  const coll_desc_t *mine = r->desc;
+  if (!hdr_decode(r->hdr_in, &theirs))
+    return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent bytes that are not a call description "
+                    "(the previous collective probably failed there)", peer);
+  if (theirs.kind == mine->kind && theirs.seq == mine->seq && theirs.count == mine->count &&
+      theirs.dtype == mine->dtype && theirs.op == mine->op && theirs.root == mine->root)
+    return WEFT_SUCCESS;
+  char a[160], b[160];
+  describe(&theirs, a, sizeof a);
+  describe(mine, b, sizeof b);
+  return WEFT_ERR(WEFT_ERR_MISMATCH,
+                  "rank %d called %s but this rank called %s: every rank must make the same "
+                  "calls with the same count, dtype, op and root",
+                  peer, a, b);
+}
+
+static stream_t *stream_for(run_t *r, int peer, int is_send) {
+  for (int i = 0; i < r->nstreams; i++)
+    if (r->streams[i].peer == peer && r->streams[i].is_send == is_send) return &r->streams[i];
+  stream_t *st = &r->streams[r->nstreams++];
+  memset(st, 0, sizeof *st);
+  st->peer = peer;
+  st->is_send = is_send;
+  st->ops = malloc(sizeof(int) * (size_t)(r->s->nops + 1));
+  return st;
+}
+
+static int is_send_kind(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
+
+static int is_token_kind(sched_kind_t k) {
+  return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN;
+}
+
+/* Groups the ops into streams, connects their peers, and lays out scratch memory. */
+static weft_result_t setup(run_t *r) {
+  exec_ctx_t *ctx = r->ctx;
+  const schedule_t *s = r->s;
+  int n = ctx->nranks;
+  r->states = calloc((size_t)s->nops + 1, sizeof *r->states);
+  r->streams = calloc((size_t)s->nops + 2, sizeof *r->streams);
+  r->conns = calloc((size_t)s->nops + 2, sizeof *r->conns);
+  if (!r->states || !r->streams || !r->conns) goto oom;
+  if (n > 1) {
+    /* The call description goes to the right neighbour first and comes from the left one. */
+    stream_for(r, (ctx->rank + 1) % n, 1)->hdr_pending = 1;
+    stream_for(r, (ctx->rank - 1 + n) % n, 0)->hdr_pending = 1;
+  }
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    stream_t *st = stream_for(r, op->peer, is_send_kind(op->kind));
+    if (!st->ops) goto oom;
+    st->ops[st->nops++] = i;
+    r->states[i].nslices =
+        is_token_kind(op->kind) ? 1 : (op->count + r->slice_elems - 1) / r->slice_elems;
+  }
+  size_t slot_bytes = r->slice_elems * r->esize;
+  size_t need = 2 * HDR_BYTES + 64;
+  for (int i = 0; i < r->nstreams; i++) {
+    if (!r->streams[i].ops) goto oom;
+    for (int k = 0; k < r->streams[i].nops; k++)
+      if (s->ops[r->streams[i].ops[k]].kind == SCHED_RECV_REDUCE) {
+        need += (size_t)r->window * slot_bytes;
+        break;
+      }
+  }
+  if (ctx->scratch_bytes < need) {
+    free(ctx->scratch);
+    ctx->scratch = malloc(need);
+    ctx->scratch_bytes = ctx->scratch ? need : 0;
+    if (!ctx->scratch) goto oom;
+  }
+  unsigned char *p = ctx->scratch;
+  r->hdr_out = p;
+  r->hdr_in = p + HDR_BYTES;
+  r->token = p + 2 * HDR_BYTES;
+  char *stage = (char *)p + 2 * HDR_BYTES + 64;
+  for (int i = 0; i < r->nstreams; i++) {
+    stream_t *st = &r->streams[i];
+    for (int k = 0; k < st->nops; k++)
+      if (s->ops[st->ops[k]].kind == SCHED_RECV_REDUCE) {
+        st->staging = stage;
+        stage += (size_t)r->window * slot_bytes;
+        break;
+      }
+    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, &st->conn));
+    int known = 0;
+    for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
+    if (!known) r->conns[r->nconns++] = st->conn;
+  }
+  hdr_encode(r->hdr_out, r->desc);
+  return WEFT_SUCCESS;
+oom:
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory setting up the collective");
+}
+
+static void run_free(run_t *r) {
+  for (int i = 0; r->streams && i < r->nstreams; i++) free(r->streams[i].ops);
+  free(r->states);
+  free(r->streams);
+  free(r->conns);
+}
+
+static char *buf_base(run_t *r, sched_buf_t b) {
+  return b == SCHED_SENDBUF ? (char *)r->sendbuf : r->recvbuf;
+}
+
+/* Element range [first, first + n) of slice j of op. */
+static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *first, size_t *n) {
+  *first = j * r->slice_elems;
+  size_t left = op->count - *first;
+  *n = left < r->slice_elems ? left : r->slice_elems;
+}
+
+static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
+  const transport_ops_t *t = st->conn->ops;
+  while (st->count < r->window) {
+    int slot = (st->head + st->count) % r->window;
+    flight_t *f = &st->fifo[slot];
+    if (st->hdr_pending) {
+      f->op = -1;
+      f->slice = 0;
+      WEFT_CHECK(st->is_send ? t->post_send(st->conn, r->hdr_out, HDR_BYTES, &f->x)
+                             : t->post_recv(st->conn, r->hdr_in, HDR_BYTES, &f->x));
+      st->hdr_pending = 0;
+      st->count++;
+      *progressed = 1;
+      continue;
+    }
+    if (st->cur >= st->nops) break;
+    int oi = st->ops[st->cur];
+    const sched_op_t *op = &r->s->ops[oi];
+    size_t j = st->next_slice;
+    if (op->dep >= 0 && r->states[op->dep].done <= j) break;
+    f->op = oi;
+    f->slice = j;
+    size_t first, n;
+    slice_range(r, op, j, &first, &n);
+    char *data = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+    size_t bytes = n * r->esize;
+    switch (op->kind) {
+      case SCHED_SEND: WEFT_CHECK(t->post_send(st->conn, data, bytes, &f->x)); break;
+      case SCHED_RECV_COPY: WEFT_CHECK(t->post_recv(st->conn, data, bytes, &f->x)); break;
+      case SCHED_RECV_REDUCE: {
+        char *stage = st->staging + (size_t)slot * r->slice_elems * r->esize;
+        WEFT_CHECK(t->post_recv(st->conn, stage, bytes, &f->x));
+        break;
+      }
+      case SCHED_SEND_TOKEN: WEFT_CHECK(t->post_send(st->conn, r->token, 1, &f->x)); break;
+      case SCHED_RECV_TOKEN: WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x)); break;
+    }
+    st->count++;
+    *progressed = 1;
+    if (++st->next_slice == r->states[oi].nslices) {
+      st->cur++;
+      st->next_slice = 0;
+    }
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Folds a received slice into the output: out = local op incoming. */
+static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *stage) {
+  size_t first, n;
+  slice_range(r, op, j, &first, &n);
+  char *dst = r->recvbuf + (op->offset + first) * r->esize;
+  const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+  if (op->final && r->desc->op == WEFT_AVG)
+    kern_reduce_avg_final(dst, local, stage, n, r->desc->dtype, r->ctx->nranks);
+  else
+    r->reduce(dst, local, stage, n);
+}
+
+static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
+  while (st->count > 0 && st->fifo[st->head].x.complete) {
+    flight_t *f = &st->fifo[st->head];
+    if (f->op < 0) {
+      if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
+    } else {
+      const sched_op_t *op = &r->s->ops[f->op];
+      if (op->kind == SCHED_RECV_REDUCE)
+        reduce_slice(r, op, f->slice, st->staging + (size_t)st->head * r->slice_elems * r->esize);
+      r->states[f->op].done++;
+    }
+    st->head = (st->head + 1) % r->window;
+    st->count--;
+    *progressed = 1;
+  }
+  return WEFT_SUCCESS;
+}
+
+static int finished(const run_t *r) {
+  for (int i = 0; i < r->nstreams; i++) {
+    const stream_t *st = &r->streams[i];
+    if (st->hdr_pending || st->count > 0 || st->cur < st->nops) return 0;
+  }
+  return 1;
+}
+
+static weft_result_t wait_any(run_t *r, int timeout_ms) {
+  /* One transport kind per call is the common case; mixed kinds take turns with short waits. */
+  const transport_ops_t *ops = r->conns[0]->ops;
+  int mixed = 0;
+  for (int i = 1; i < r->nconns; i++) mixed |= r->conns[i]->ops != ops;
+  if (!mixed) return ops->wait(r->conns, r->nconns, timeout_ms);
+  for (int i = 0; i < r->nconns; i++) WEFT_CHECK(r->conns[i]->ops->wait(&r->conns[i], 1, 1));
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t stall_error(const run_t *r, int waited_ms) {
+  for (int i = 0; i < r->nstreams; i++) {
+    const stream_t *st = &r->streams[i];
+    if (st->count == 0) continue;
+    const flight_t *f = &st->fifo[st->head];
+    int step = f->op < 0 ? -1 : r->s->ops[f->op].step;
+    return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                    "no progress for %d ms (WEFT_TIMEOUT_MS) %s rank %d at %s%d: is that rank "
+                    "alive and making the same call?",
+                    waited_ms, st->is_send ? "sending to" : "receiving from", st->peer,
+                    step < 0 ? "the call description" : "step ", step < 0 ? 0 : step);
+  }
+  return WEFT_ERR(WEFT_ERR_TIMEOUT, "no progress for %d ms (WEFT_TIMEOUT_MS)", waited_ms);
+}
+
+static weft_result_t run_loop(run_t *r) {
+  int timeout = r->ctx->config->timeout_ms;
+  int64_t last = clock_now_ms();
+  while (!finished(r)) {
+    int progressed = 0;
+    for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(post_ready(r, &r->streams[i], &progressed));
+    for (int i = 0; i < r->nconns; i++)
+      WEFT_CHECK(r->conns[i]->ops->progress(r->conns[i], &progressed));
+    for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(retire(r, &r->streams[i], &progressed));
+    int64_t now = clock_now_ms();
+    if (progressed) {
+      last = now;
+      continue;
+    }
+    if (now - last >= timeout) return stall_error(r, (int)(now - last));
+    int left = (int)(timeout - (now - last));
+    WEFT_CHECK(wait_any(r, left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS));
+  }
+  return WEFT_SUCCESS;
+}
+
+weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
+                       const void *sendbuf, void *recvbuf) {
+  run_t r = {0};
+  r.ctx = ctx;
+  r.s = s;
+  r.desc = desc;
+  r.sendbuf = sendbuf;
+  r.recvbuf = recvbuf;
+  r.esize = desc->kind == COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
+  r.slice_elems = ctx->config->slice_bytes / r.esize;
+  if (r.slice_elems == 0) r.slice_elems = 1;
+  r.window = ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight
+                                                        : MAX_WINDOW;
+  r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
+  weft_result_t res = sched_validate(s, ctx->nranks, desc->count);
+  if (res == WEFT_SUCCESS) res = setup(&r);
+  if (res == WEFT_SUCCESS && r.nstreams > 0) res = run_loop(&r);
+  run_free(&r);
+  return res;
+}
+
+void exec_ctx_release(exec_ctx_t *ctx) {
+  free(ctx->scratch);
+  ctx->scratch = NULL;
+  ctx->scratch_bytes = 0;
+}

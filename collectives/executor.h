@@ -1,0 +1,59 @@
+/* executor.h -- internal: runs any schedule over the communicator's transports.
+ *
+ * One executor serves every algorithm: it slices ops, keeps up to WEFT_SLICES_IN_FLIGHT slices
+ * posted per stream, reduces incoming slices from a small staging ring into the output as they
+ * arrive, forwards slices as soon as their dependency completed, and bounds every wait by
+ * WEFT_TIMEOUT_MS of inactivity. Before any data, each rank sends a description of the call (the
+ * collective, its sequence number, count, dtype, op, root) to its right ring neighbour and checks
+ * the one from its left: ranks that disagree fail with WEFT_ERR_MISMATCH instead of exchanging
+ * garbage. */
+#ifndef WEFT_COLLECTIVES_EXECUTOR_H_
+#define WEFT_COLLECTIVES_EXECUTOR_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectives/schedule.h"
+#include "common/config.h"
+#include "include/weft.h"
+#include "transport/transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { COLL_ALL_REDUCE = 1, COLL_BROADCAST = 2, COLL_BARRIER = 3 } coll_kind_t;
+
+const char *coll_name(coll_kind_t kind);
+
+/* What every rank must agree on; travels in the header. */
+typedef struct {
+  coll_kind_t kind;
+  uint64_t seq; /* collectives called on this communicator before this one */
+  size_t count;
+  weft_dtype_t dtype;
+  weft_op_t op; /* WEFT_SUM where the collective has none */
+  int root;     /* -1 where the collective has none */
+} coll_desc_t;
+
+/* The communicator side the executor needs: who we are, connections on demand, and scratch memory
+ * that lives as long as the communicator (so small calls allocate nothing). */
+typedef struct {
+  int rank, nranks;
+  const weft_config_t *config;
+  weft_result_t (*get_conn)(void *owner, int peer, conn_t **out);
+  void *owner;
+  void *scratch;
+  size_t scratch_bytes;
+} exec_ctx_t;
+
+weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
+                       const void *sendbuf, void *recvbuf);
+
+void exec_ctx_release(exec_ctx_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_COLLECTIVES_EXECUTOR_H_ */

@@ -1,0 +1,65 @@
+/* ring_allreduce.c -- ring all-reduce: a reduce-scatter then an all-gather around the ring.
+ *
+ * The buffer is cut into p chunks. In reduce-scatter step s (s = 0 .. p-2) rank r sends chunk
+ * r-s to its right neighbour and receives chunk r-s-1 from its left one, adding its own
+ * contribution as the data arrives; after p-1 steps rank r holds the full reduction of chunk r+1.
+ * The all-gather then passes the reduced chunks on around the ring for p-1 more steps.
+ *
+ *   p = 3, chunks a b c       step 0            step 1              all-gather (2 steps)
+ *   rank 0: a0 b0 c0      send a0 -> 1      send c0+c2 -> 1      pass reduced chunks on
+ *   rank 1: a1 b1 c1      send b1 -> 2      send a0+a1 -> 2
+ *   rank 2: a2 b2 c2      send c2 -> 0      send b1+b2 -> 0
+ *
+ * Each chunk is reduced exactly once per rank: recvbuf[c] = sendbuf[c] op incoming, which makes
+ * out-of-place and in-place the same schedule with no initial copy. The executor cuts every chunk
+ * into slices, so a slice is forwarded as soon as it has been reduced.
+ *
+ * Cost (alpha: latency per message, beta: time per byte, gamma: reduction time per byte, n bytes):
+ *   2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
+ * Bus bandwidth (nccl-tests) = algbw * 2(p-1)/p: each rank sends and receives 2(p-1)/p n bytes. */
+#include "collectives/schedule.h"
+#include "common/error.h"
+
+static int mod(int a, int p) { return ((a % p) + p) % p; }
+
+/* Appends `op` when its chunk is non-empty; returns its index, -1 when skipped, -2 on OOM. */
+static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, size_t count) {
+  sched_chunk(count, nranks, chunk, &op.offset, &op.count);
+  op.src_offset = op.offset;
+  if (op.count == 0) return -1;
+  int idx = sched_add(s, &op);
+  return idx < 0 ? -2 : idx;
+}
+
+weft_result_t ring_allreduce_build(schedule_t *s, int rank, int nranks, size_t count) {
+  int right = mod(rank + 1, nranks), left = mod(rank - 1, nranks);
+  int prev_recv = -1; /* the receive whose chunk the next send forwards */
+  for (int step = 0; step < 2 * (nranks - 1); step++) {
+    int reduce_phase = step < nranks - 1;
+    int ag = step - (nranks - 1); /* all-gather step, when not reducing */
+    int send_chunk = reduce_phase ? mod(rank - step, nranks) : mod(rank + 1 - ag, nranks);
+    int recv_chunk = reduce_phase ? mod(rank - step - 1, nranks) : mod(rank - ag, nranks);
+    sched_op_t send = {
+        .kind = SCHED_SEND,
+        .peer = right,
+        .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
+        .dep = step == 0 ? -1 : prev_recv,
+        .step = step,
+    };
+    if (add_chunk_op(s, send, send_chunk, nranks, count) == -2) goto oom;
+    sched_op_t recv = {
+        .kind = reduce_phase ? SCHED_RECV_REDUCE : SCHED_RECV_COPY,
+        .peer = left,
+        .buf = SCHED_RECVBUF,
+        .src_buf = SCHED_SENDBUF,
+        .dep = -1,
+        .final = step == nranks - 2,
+        .step = step,
+    };
+    prev_recv = add_chunk_op(s, recv, recv_chunk, nranks, count);
+    if (prev_recv == -2) goto oom;
+  }
+  return WEFT_SUCCESS;
+oom:
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "ring all-reduce: out of memory building the schedule");
+}

@@ -1,0 +1,58 @@
+/* schedule.c -- building and checking schedules (the data every algorithm produces). */
+#include "collectives/schedule.h"
+
+#include <stdlib.h>
+
+#include "common/error.h"
+
+void sched_init(schedule_t *s) {
+  s->ops = NULL;
+  s->nops = 0;
+  s->cap = 0;
+}
+
+void sched_free(schedule_t *s) {
+  free(s->ops);
+  sched_init(s);
+}
+
+int sched_add(schedule_t *s, const sched_op_t *op) {
+  if (s->nops == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    sched_op_t *ops = realloc(s->ops, sizeof *ops * (size_t)cap);
+    if (!ops) return -1;
+    s->ops = ops;
+    s->cap = cap;
+  }
+  s->ops[s->nops] = *op;
+  return s->nops++;
+}
+
+void sched_chunk(size_t count, int nchunks, int c, size_t *offset, size_t *len) {
+  size_t base = count / (size_t)nchunks;
+  size_t extra = count % (size_t)nchunks;
+  size_t cc = (size_t)c;
+  *offset = cc * base + (cc < extra ? cc : extra);
+  *len = base + (cc < extra ? 1 : 0);
+}
+
+static int is_token(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
+
+weft_result_t sched_validate(const schedule_t *s, int nranks, size_t count) {
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    if (op->peer < 0 || op->peer >= nranks)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
+    if (!is_token(op->kind) && (op->count == 0 || op->offset + op->count > count))
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: range [%zu, +%zu) outside count %zu", i,
+                      op->offset, op->count, count);
+    if (op->kind == SCHED_RECV_REDUCE && op->src_offset + op->count > count)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside count", i);
+    if (op->dep >= i)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, op->dep);
+    if (op->dep >= 0 && s->ops[op->dep].count != op->count)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
+                      op->dep);
+  }
+  return WEFT_SUCCESS;
+}

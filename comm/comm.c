@@ -1,0 +1,199 @@
+/* comm.c -- creating, querying and tearing down communicators. */
+#include "comm/comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/env.h"
+#include "bootstrap/rendezvous.h"
+#include "common/net.h"
+
+static weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
+  weft_comm_t *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+  c->rank = rank;
+  c->nranks = nranks;
+  c->local_rank = -1;
+  c->local_size = -1;
+  c->conns = calloc((size_t)nranks, sizeof *c->conns);
+  if (!c->conns) {
+    free(c);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+  }
+  *out = c;
+  return WEFT_SUCCESS;
+}
+
+static void comm_free(weft_comm_t *c, int abortive) {
+  if (!c) return;
+  for (int p = 0; p < c->nranks; p++)
+    if (c->conns[p]) c->conns[p]->ops->close(c->conns[p], abortive);
+  if (c->transport) c->transport->ops->destroy(c->transport);
+  exec_ctx_release(&c->exec);
+  free(c->peer_addrs);
+  free(c->conns);
+  free(c);
+}
+
+weft_result_t comm_get_conn(void *owner, int peer, conn_t **out) {
+  weft_comm_t *c = owner;
+  if (!c->conns[peer]) {
+    const transport_ops_t *t = c->transport->ops;
+    WEFT_CHECK(t->connect(c->transport, peer, c->peer_addrs + (size_t)peer * t->addr_size,
+                          &c->conns[peer]));
+  }
+  *out = c->conns[peer];
+  return WEFT_SUCCESS;
+}
+
+weft_result_t comm_fail(weft_comm_t *c, weft_result_t res) {
+  c->failed = res;
+  snprintf(c->failed_msg, sizeof c->failed_msg, "%s", err_last());
+  for (int p = 0; p < c->nranks; p++) {
+    if (!c->conns[p]) continue;
+    c->conns[p]->ops->close(c->conns[p], 1);
+    c->conns[p] = NULL;
+  }
+  return res;
+}
+
+weft_result_t comm_check_usable(const weft_comm_t *c) {
+  if (!c) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
+  if (c->failed != WEFT_SUCCESS)
+    return WEFT_ERR(WEFT_ERR_COMM_FAILED,
+                    "rank %d: the communicator failed earlier and cannot be used (destroy or "
+                    "abort it): %s",
+                    c->rank, c->failed_msg);
+  return WEFT_SUCCESS;
+}
+
+/* Local rank and size from the host identities everyone published (ranks on one host are numbered
+ * in global rank order, as launchers do). */
+static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    if (strcmp(all[r].host_id, all[c->rank].host_id) != 0) continue;
+    if (r < c->rank) local_rank++;
+    local_size++;
+  }
+  c->local_rank = local_rank;
+  c->local_size = local_size;
+}
+
+static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint64_t job) {
+  weft_result_t res;
+  boot_session_t *boot = NULL;
+  boot_record_t *all = NULL;
+  net_addr_t advertise;
+  boot_params_t bp = {c->rank, c->nranks, host, port, job, &c->config};
+  c->comm_id = boot_comm_id(job, host, port);
+  WEFT_CHECK(boot_open(&bp, &boot, &advertise));
+  const transport_ops_t *t = &tcp_transport_ops;
+  transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &advertise};
+  boot_record_t mine;
+  memset(&mine, 0, sizeof mine);
+  all = calloc((size_t)c->nranks, sizeof *all);
+  c->peer_addrs = calloc((size_t)c->nranks, t->addr_size);
+  if (!all || !c->peer_addrs || t->addr_size > sizeof mine.addr) {
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+    goto done;
+  }
+  WEFT_CHECK_GOTO(t->create(&tp, &c->transport), res, done);
+  t->local_addr(c->transport, mine.addr);
+  boot_host_id(mine.host_id, sizeof mine.host_id);
+  WEFT_CHECK_GOTO(boot_exchange(boot, &mine, all), res, done);
+  for (int r = 0; r < c->nranks; r++)
+    memcpy(c->peer_addrs + (size_t)r * t->addr_size, all[r].addr, t->addr_size);
+  if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
+  c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
+                         .get_conn = comm_get_conn, .owner = c};
+  /* Connect the ring now, so that an unreachable peer is reported by init, not by the first
+   * collective. Other peers connect on first use. */
+  if (c->nranks > 1) {
+    conn_t *unused;
+    int right = (c->rank + 1) % c->nranks, left = (c->rank - 1 + c->nranks) % c->nranks;
+    int first = right < left ? right : left, second = right < left ? left : right;
+    WEFT_CHECK_GOTO(comm_get_conn(c, first, &unused), res, done);
+    WEFT_CHECK_GOTO(comm_get_conn(c, second, &unused), res, done);
+  }
+  res = WEFT_SUCCESS;
+done:
+  free(all);
+  boot_close(boot);
+  return res;
+}
+
+static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const char *host,
+                                 int port, uint64_t job, int local_rank, int local_size) {
+  if (!out) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm pointer is NULL");
+  *out = NULL;
+  if (nranks < 1)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "nranks is %d: it must be at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d is out of range for a world of size %d (valid: 0..%d)", rank, nranks,
+                    nranks - 1);
+  if (!host || !*host)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: master address is empty", rank);
+  if (port < 1 || port > 65535)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: master port %d is out of range 1..65535",
+                    rank, port);
+  weft_comm_t *c;
+  WEFT_CHECK(comm_alloc(nranks, rank, &c));
+  weft_result_t res = config_load(&c->config, NULL, NULL);
+  if (res == WEFT_SUCCESS) {
+    c->local_rank = local_rank;
+    c->local_size = local_size;
+    res = comm_setup(c, host, port, job);
+  }
+  if (res != WEFT_SUCCESS) {
+    comm_free(c, 1);
+    return res;
+  }
+  *out = c;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t weft_comm_init(weft_comm_t **comm, int nranks, int rank, const char *master_addr,
+                             int master_port) {
+  return init_common(comm, nranks, rank, master_addr, master_port, boot_job_hash(""), -1, -1);
+}
+
+weft_result_t weft_comm_init_url(weft_comm_t **comm, const char *url, int nranks, int rank) {
+  char host[256];
+  int port;
+  if (!url) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "init URL is NULL");
+  WEFT_CHECK(net_parse_url(url, host, sizeof host, &port));
+  return init_common(comm, nranks, rank, host, port, boot_job_hash(""), -1, -1);
+}
+
+weft_result_t weft_comm_init_env(weft_comm_t **comm) {
+  boot_env_t env;
+  WEFT_CHECK(boot_env_resolve_process(&env));
+  return init_common(comm, env.world_size, env.rank, env.master_host, env.master_port,
+                     boot_job_hash(env.job_id), env.local_rank, env.local_size);
+}
+
+weft_result_t weft_comm_destroy(weft_comm_t *comm) {
+  comm_free(comm, 0);
+  return WEFT_SUCCESS;
+}
+
+weft_result_t weft_comm_abort(weft_comm_t *comm) {
+  comm_free(comm, 1);
+  return WEFT_SUCCESS;
+}
+
+#define QUERY(fn, field)                                                              \
+  weft_result_t fn(const weft_comm_t *comm, int *out) {                               \
+    if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, #fn ": comm is NULL");      \
+    if (!out) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, #fn ": output is NULL");     \
+    *out = comm->field;                                                               \
+    return WEFT_SUCCESS;                                                              \
+  }
+
+QUERY(weft_comm_rank, rank)
+QUERY(weft_comm_size, nranks)
+QUERY(weft_comm_local_rank, local_rank)
+QUERY(weft_comm_local_size, local_size)

@@ -1,0 +1,56 @@
+/* library.c -- version, build features, and the names of result codes, dtypes and ops. */
+#include "common/error.h"
+#include "include/weft.h"
+
+int weft_version(void) { return WEFT_VERSION_CODE; }
+
+unsigned weft_build_features(void) {
+#ifdef WEFT_HAVE_CUDA
+  return WEFT_FEATURE_CUDA;
+#else
+  return 0;
+#endif
+}
+
+const char *weft_last_error(void) { return err_last(); }
+
+const char *weft_result_string(weft_result_t r) {
+  switch (r) {
+    case WEFT_SUCCESS: return "success";
+    case WEFT_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case WEFT_ERR_SYSTEM: return "system error";
+    case WEFT_ERR_TIMEOUT: return "timeout";
+    case WEFT_ERR_REMOTE: return "remote error";
+    case WEFT_ERR_MISMATCH: return "mismatch between ranks";
+    case WEFT_ERR_COMM_FAILED: return "communicator failed earlier";
+    case WEFT_ERR_UNSUPPORTED: return "unsupported";
+    case WEFT_ERR_NO_MEMORY: return "out of memory";
+    case WEFT_ERR_INTERNAL: return "internal error";
+    case WEFT_ERR_ABORTED: return "aborted";
+  }
+  return "unknown result code";
+}
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtypes[WEFT_NUM_DTYPES] = {
+    [WEFT_INT8] = {"int8", 1},       [WEFT_UINT8] = {"uint8", 1},
+    [WEFT_INT32] = {"int32", 4},     [WEFT_UINT32] = {"uint32", 4},
+    [WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
+    [WEFT_FLOAT16] = {"float16", 2}, [WEFT_BFLOAT16] = {"bfloat16", 2},
+    [WEFT_FLOAT32] = {"float32", 4}, [WEFT_FLOAT64] = {"float64", 8},
+};
+
+size_t weft_dtype_size(weft_dtype_t d) {
+  return (unsigned)d < WEFT_NUM_DTYPES ? dtypes[d].size : 0;
+}
+
+const char *weft_dtype_name(weft_dtype_t d) {
+  return (unsigned)d < WEFT_NUM_DTYPES ? dtypes[d].name : "unknown-dtype";
+}
+
+const char *weft_op_name(weft_op_t op) {
+  static const char *const names[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
+  return (unsigned)op < WEFT_NUM_OPS ? names[op] : "unknown-op";
+}

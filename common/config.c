@@ -1,0 +1,99 @@
+/* config.c -- the table of WEFT_* knobs and their parsing. */
+#include "common/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+typedef enum { KNOB_INT, KNOB_SIZE, KNOB_STRING } knob_kind_t;
+
+typedef struct {
+  const char *name;
+  const char *default_value;
+  knob_kind_t kind;
+  long long min, max;
+  size_t offset; /* where the value lives in weft_config_t */
+  const char *description;
+} knob_t;
+
+#define KNOB_AT(field) offsetof(weft_config_t, field)
+
+/* Defaults: 30 s without progress is Gloo's default and long enough for a 1 GiB message on a slow
+ * link; 4 sockets per peer and 512 KiB slices were the best on loopback in weft-bench. */
+static const knob_t knobs[] = {
+    {"WEFT_TIMEOUT_MS", "30000", KNOB_INT, 1, 86400000, KNOB_AT(timeout_ms),
+     "longest wait without progress in a collective before it fails"},
+    {"WEFT_CONNECT_TIMEOUT_MS", "60000", KNOB_INT, 1, 86400000, KNOB_AT(connect_timeout_ms),
+     "how long init waits for the master and the peers"},
+    {"WEFT_NSOCKS", "2", KNOB_INT, 1, 16, KNOB_AT(nsocks),
+     "TCP connections per peer; large messages are striped over them"},
+    {"WEFT_SOCKET_BUFFER", "4194304", KNOB_INT, 0, 1 << 30, KNOB_AT(sockbuf_bytes),
+     "SO_SNDBUF/SO_RCVBUF in bytes (0: kernel default)"},
+    {"WEFT_SLICE_BYTES", "262144", KNOB_SIZE, 4096, 1 << 30, KNOB_AT(slice_bytes),
+     "pipeline unit: each ring chunk moves in slices of this many bytes"},
+    {"WEFT_SLICES_IN_FLIGHT", "4", KNOB_INT, 1, 64, KNOB_AT(slices_in_flight),
+     "slices each step keeps posted ahead (staging buffers per peer)"},
+    {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 info, 2 trace (stderr)"},
+    {"WEFT_SOCKET_IFNAME", "", KNOB_STRING, 0, 0, KNOB_AT(socket_ifname),
+     "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},
+};
+
+enum { NUM_KNOBS = sizeof knobs / sizeof knobs[0] };
+
+static const char *process_getenv(void *ctx, const char *name) {
+  (void)ctx;
+  return getenv(name);
+}
+
+static weft_result_t parse_knob(const knob_t *k, const char *text, weft_config_t *cfg) {
+  char *base = (char *)cfg + k->offset;
+  if (k->kind == KNOB_STRING) {
+    size_t cap = sizeof cfg->socket_ifname;
+    if (strlen(text) >= cap)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s is longer than %zu characters", k->name,
+                      cap - 1);
+    strcpy(base, text);
+    return WEFT_SUCCESS;
+  }
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (k->kind == KNOB_SIZE && end && end != text) {
+    /* Sizes accept K/M/G suffixes, powers of 1024, as weft-bench's -b/-e do. */
+    if (*end == 'K' || *end == 'k') v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+  }
+  if (errno || end == text || *end != '\0')
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s=\"%s\" is not an integer", k->name, text);
+  if (v < k->min || v > k->max)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s=%s is out of range [%lld, %lld]", k->name, text,
+                    k->min, k->max);
+  if (k->kind == KNOB_SIZE)
+    *(size_t *)base = (size_t)v;
+  else
+    *(int *)base = (int)v;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t config_load(weft_config_t *cfg, config_getenv_fn get, void *ctx) {
+  if (!get) get = process_getenv;
+  memset(cfg, 0, sizeof *cfg);
+  for (int i = 0; i < NUM_KNOBS; i++) {
+    const char *set = get(ctx, knobs[i].name);
+    WEFT_CHECK(parse_knob(&knobs[i], knobs[i].default_value, cfg));
+    if (set && *set) WEFT_CHECK(parse_knob(&knobs[i], set, cfg));
+  }
+  return WEFT_SUCCESS;
+}
+
+int config_knob_count(void) { return NUM_KNOBS; }
+
+void config_knob_info(int i, const char **name, const char **default_value,
+                      const char **description) {
+  *name = knobs[i].name;
+  *default_value = knobs[i].default_value;
+  *description = knobs[i].description;
+}

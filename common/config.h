@@ -1,0 +1,43 @@
+/* config.h -- internal: every WEFT_* tuning knob, read from the environment in one place.
+ *
+ * The table in config.c is the single list of knobs (README.md documents the same table). A
+ * communicator reads them once at init into its own weft_config_t, so nothing else in weft calls
+ * getenv() and two communicators never share hidden state. */
+#ifndef WEFT_COMMON_CONFIG_H_
+#define WEFT_COMMON_CONFIG_H_
+
+#include <stddef.h>
+
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int timeout_ms;         /* WEFT_TIMEOUT_MS: longest wait without progress in any operation */
+  int connect_timeout_ms; /* WEFT_CONNECT_TIMEOUT_MS: how long init waits for master and peers */
+  int nsocks;             /* WEFT_NSOCKS: TCP connections per peer that large messages stripe over */
+  int sockbuf_bytes;      /* WEFT_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF, 0 = kernel default */
+  size_t slice_bytes;     /* WEFT_SLICE_BYTES: pipeline unit: each chunk moves in slices of this */
+  int slices_in_flight;   /* WEFT_SLICES_IN_FLIGHT: slices posted ahead per step (staging depth) */
+  int debug;              /* WEFT_DEBUG: 0 quiet, 1 info, 2 trace */
+  char socket_ifname[128]; /* WEFT_SOCKET_IFNAME: interfaces to advertise (NCCL syntax) */
+} weft_config_t;
+
+typedef const char *(*config_getenv_fn)(void *ctx, const char *name);
+
+/* Fills `cfg` from `get` (NULL: the process environment); rejects malformed or out-of-range
+ * values with WEFT_ERR_INVALID_ARGUMENT naming the variable, its value and the valid range. */
+weft_result_t config_load(weft_config_t *cfg, config_getenv_fn get, void *ctx);
+
+/* Number of knobs and their names/defaults/descriptions, for --help output and tests. */
+int config_knob_count(void);
+void config_knob_info(int i, const char **name, const char **default_value,
+                      const char **description);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_COMMON_CONFIG_H_ */

@@ -1,0 +1,375 @@
+/* tcp.c -- the TCP transport: several nonblocking sockets per peer, messages striped over them.
+ *
+ * Connection setup. The lower rank of a pair connects (WEFT_NSOCKS sockets, called lanes) and
+ * sends a hello on each; the higher rank accepts. A rank waiting for its own connections keeps
+ * accepting and acknowledging everyone else's, stashing them until their owner asks, so ranks may
+ * connect to their peers in any order without deadlock. The hello carries a magic number, the
+ * protocol version, the communicator id and both ranks: a stray client, another job or another
+ * communicator is refused with a reason instead of being mistaken for a peer.
+ *
+ * Striping. Both ends apply the same rule to each message, using only its length and the count
+ * of messages before it in that direction: a large message is cut into one part per lane, sent in
+ * parallel; a small one goes whole on the next lane, round robin. Each lane is an in-order byte
+ * stream, so the receiver finds every part where the sender put it. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/net.h"
+#include "transport/tcp_wire.h"
+#include "transport/transport.h"
+
+/* Below this many bytes per lane a message is not worth splitting: one send beats several. */
+#define STRIPE_MIN_PART (64 * 1024)
+
+typedef struct {
+  int fd;
+  xfer_part_t *send_head, *send_tail;
+  xfer_part_t *recv_head, *recv_tail;
+} lane_t;
+
+typedef struct {
+  conn_t base;
+  struct tcp_transport *t;
+  int nlanes;
+  uint64_t sent_msgs, recv_msgs; /* messages posted so far, per direction: the striping rule */
+  lane_t lanes[XFER_MAX_LANES];
+} tcp_conn_t;
+
+typedef struct tcp_transport {
+  transport_t base;
+  int rank, nranks, nlanes;
+  uint64_t comm_id;
+  const weft_config_t *cfg;
+  int listen_fd;
+  net_addr_t listen_addr;
+  int *stash; /* nranks * nlanes accepted fds not yet claimed by connect(), -1 when empty */
+} tcp_transport_t;
+
+static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) {
+  tcp_transport_t *t = calloc(1, sizeof *t);
+  if (!t) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
+  t->base.ops = &tcp_transport_ops;
+  t->rank = p->rank;
+  t->nranks = p->nranks;
+  t->nlanes = p->config->nsocks;
+  t->comm_id = p->comm_id;
+  t->cfg = p->config;
+  t->listen_fd = -1;
+  weft_result_t res;
+  t->stash = malloc(sizeof(int) * (size_t)p->nranks * (size_t)t->nlanes);
+  if (!t->stash) {
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < p->nranks * t->nlanes; i++) t->stash[i] = -1;
+  /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
+  net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
+  net_addr_set_port(&addr, 0);
+  WEFT_CHECK_GOTO(net_listen(&addr, 4 * p->nranks * t->nlanes + 16, &t->listen_fd,
+                             &t->listen_addr),
+                  res, fail);
+  *out = &t->base;
+  return WEFT_SUCCESS;
+fail:
+  free(t->stash);
+  free(t);
+  return err_context(res, "rank %d: tcp transport", p->rank);
+}
+
+static void tcp_local_addr(const transport_t *base, void *blob) {
+  const tcp_transport_t *t = (const tcp_transport_t *)base;
+  memcpy(blob, &t->listen_addr, sizeof t->listen_addr);
+}
+
+static void tcp_destroy(transport_t *base) {
+  tcp_transport_t *t = (tcp_transport_t *)base;
+  if (!t) return;
+  for (int i = 0; i < t->nranks * t->nlanes; i++)
+    if (t->stash[i] >= 0) close(t->stash[i]);
+  if (t->listen_fd >= 0) close(t->listen_fd);
+  free(t->stash);
+  free(t);
+}
+
+/* Accepts one connection, reads its hello and acknowledges it; a valid one is stashed for its
+ * owner. Garbage and foreign connections are refused and dropped: they are not this rank's error. */
+static weft_result_t accept_one(tcp_transport_t *t, int timeout_ms) {
+  int fd;
+  WEFT_CHECK(net_accept(t->listen_fd, timeout_ms, &fd));
+  tcp_hello_t hello;
+  unsigned char raw[TCP_HELLO_BYTES];
+  /* A peer sends its hello right after connecting; a client that does not is not a peer. */
+  if (net_recv_all(fd, raw, sizeof raw, 5000) != WEFT_SUCCESS) {
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  int32_t status = tcp_hello_decode(raw, &hello, t->comm_id, t->rank, t->nranks, t->nlanes);
+  if (status == TCP_ACK_GARBAGE) {
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  unsigned char ack[TCP_ACK_BYTES];
+  tcp_ack_encode(ack, status);
+  if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS || status != TCP_ACK_OK) {
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  int *slot = &t->stash[hello.from_rank * t->nlanes + hello.lane];
+  if (*slot >= 0) close(*slot); /* a reconnect replaces a stale socket */
+  *slot = fd;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t conn_alloc(tcp_transport_t *t, int peer, tcp_conn_t **out) {
+  tcp_conn_t *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
+  c->base.ops = &tcp_transport_ops;
+  c->base.peer = peer;
+  c->t = t;
+  c->nlanes = t->nlanes;
+  for (int i = 0; i < XFER_MAX_LANES; i++) c->lanes[i].fd = -1;
+  *out = c;
+  return WEFT_SUCCESS;
+}
+
+static void conn_free(tcp_conn_t *c) {
+  for (int i = 0; i < c->nlanes; i++)
+    if (c->lanes[i].fd >= 0) close(c->lanes[i].fd);
+  free(c);
+}
+
+/* The lower rank's side: open every lane, send hellos, then wait for every ack while still
+ * serving the listen socket so that higher ranks waiting on us are never stuck. */
+static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net_addr_t *peer_addr,
+                                    int64_t deadline) {
+  char where[96];
+  net_addr_str(peer_addr, where, sizeof where);
+  for (int lane = 0; lane < c->nlanes; lane++) {
+    int left = (int)(deadline - clock_now_ms());
+    if (left < 1) left = 1;
+    WEFT_CHECK(net_connect(peer_addr, left, &c->lanes[lane].fd));
+    unsigned char raw[TCP_HELLO_BYTES];
+    tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes};
+    tcp_hello_encode(raw, &hello);
+    WEFT_CHECK(net_send_all(c->lanes[lane].fd, raw, sizeof raw, left));
+  }
+  for (int lane = 0; lane < c->nlanes; lane++) {
+    unsigned char ack[TCP_ACK_BYTES];
+    size_t got = 0;
+    while (got < sizeof ack) {
+      int left = (int)(deadline - clock_now_ms());
+      if (left <= 0)
+        return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                        "no handshake answer from rank %d at %s within the connect timeout",
+                        c->base.peer, where);
+      struct pollfd pfd[2] = {{c->lanes[lane].fd, POLLIN, 0}, {t->listen_fd, POLLIN, 0}};
+      int n = poll(pfd, 2, left < 100 ? left : 100);
+      if (n < 0 && errno != EINTR) return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
+      if (n > 0 && pfd[1].revents) WEFT_CHECK(accept_one(t, 1000));
+      if (n > 0 && pfd[0].revents) {
+        ssize_t r = recv(c->lanes[lane].fd, ack + got, sizeof ack - got, 0);
+        if (r == 0)
+          return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d at %s closed the connection during the "
+                          "handshake (is something other than weft listening there?)",
+                          c->base.peer, where);
+        if (r < 0 && errno != EINTR && errno != EAGAIN)
+          return WEFT_ERR(WEFT_ERR_REMOTE, "handshake with rank %d at %s: %s", c->base.peer,
+                          where, strerror(errno));
+        if (r > 0) got += (size_t)r;
+      }
+    }
+    int32_t status = tcp_ack_decode(ack);
+    if (status != TCP_ACK_OK)
+      return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s",
+                      c->base.peer, where, tcp_ack_reason(status));
+  }
+  return WEFT_SUCCESS;
+}
+
+/* The higher rank's side: accept until every lane from `peer` is stashed, then claim them. */
+static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t deadline) {
+  int *slots = &t->stash[c->base.peer * t->nlanes];
+  for (;;) {
+    int have = 0;
+    for (int lane = 0; lane < c->nlanes; lane++) have += slots[lane] >= 0;
+    if (have == c->nlanes) break;
+    int left = (int)(deadline - clock_now_ms());
+    if (left <= 0)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "rank %d did not connect within the connect timeout (%d of %d sockets "
+                      "arrived; is it running, and can it reach this host?)",
+                      c->base.peer, have, c->nlanes);
+    weft_result_t res = accept_one(t, left);
+    if (res == WEFT_ERR_TIMEOUT) continue; /* the loop reports it with the peer's rank */
+    WEFT_CHECK(res);
+  }
+  for (int lane = 0; lane < c->nlanes; lane++) {
+    c->lanes[lane].fd = slots[lane];
+    slots[lane] = -1;
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_blob,
+                                 conn_t **out) {
+  tcp_transport_t *t = (tcp_transport_t *)base;
+  tcp_conn_t *c;
+  WEFT_CHECK(conn_alloc(t, peer, &c));
+  int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
+  weft_result_t res = t->rank < peer ? connect_active(t, c, peer_blob, deadline)
+                                     : connect_passive(t, c, deadline);
+  for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
+    res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
+    if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);
+  }
+  if (res != WEFT_SUCCESS) {
+    conn_free(c);
+    return err_context(res, "connect to rank %d", peer);
+  }
+  *out = &c->base;
+  return WEFT_SUCCESS;
+}
+
+static void lane_push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
+  p->next = NULL;
+  if (*tail)
+    (*tail)->next = p;
+  else
+    *head = p;
+  *tail = p;
+}
+
+/* Cuts a message into its parts per the striping rule and queues them; returns nothing to do for
+ * an empty message. */
+static void post(tcp_conn_t *c, char *buf, size_t len, xfer_t *x, int is_send) {
+  uint64_t *seq = is_send ? &c->sent_msgs : &c->recv_msgs;
+  int nparts = len >= (size_t)STRIPE_MIN_PART * (size_t)c->nlanes ? c->nlanes : 1;
+  int first = nparts == 1 ? (int)(*seq % (uint64_t)c->nlanes) : 0;
+  (*seq)++;
+  x->complete = len == 0;
+  x->parts_left = len == 0 ? 0 : nparts;
+  size_t part = len / (size_t)nparts;
+  for (int i = 0; i < nparts && len > 0; i++) {
+    xfer_part_t *p = &x->parts[i];
+    lane_t *lane = &c->lanes[first + i];
+    p->owner = x;
+    p->ptr = buf + part * (size_t)i;
+    p->left = i == nparts - 1 ? len - part * (size_t)i : part;
+    if (is_send)
+      lane_push(&lane->send_head, &lane->send_tail, p);
+    else
+      lane_push(&lane->recv_head, &lane->recv_tail, p);
+  }
+}
+
+static weft_result_t tcp_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
+  post((tcp_conn_t *)base, (char *)buf, len, x, 1);
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t tcp_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
+  post((tcp_conn_t *)base, (char *)buf, len, x, 0);
+  return WEFT_SUCCESS;
+}
+
+static void part_done(xfer_part_t **head, xfer_part_t **tail) {
+  xfer_part_t *p = *head;
+  *head = p->next;
+  if (!*head) *tail = NULL;
+  if (--p->owner->parts_left == 0) p->owner->complete = 1;
+}
+
+static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed) {
+  while (lane->send_head) {
+    xfer_part_t *p = lane->send_head;
+    ssize_t n = send(lane->fd, p->ptr, p->left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return WEFT_ERR(WEFT_ERR_REMOTE, "send to rank %d: %s (did it exit or fail?)", c->base.peer,
+                      strerror(errno));
+    }
+    *progressed = 1;
+    p->ptr += n;
+    p->left -= (size_t)n;
+    if (p->left == 0) part_done(&lane->send_head, &lane->send_tail);
+  }
+  while (lane->recv_head) {
+    xfer_part_t *p = lane->recv_head;
+    ssize_t n = recv(lane->fd, p->ptr, p->left, MSG_DONTWAIT);
+    if (n == 0)
+      return WEFT_ERR(WEFT_ERR_REMOTE,
+                      "connection closed by rank %d while receiving from it (did it exit or "
+                      "fail?)",
+                      c->base.peer);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return WEFT_ERR(WEFT_ERR_REMOTE, "receive from rank %d: %s (did it exit or fail?)",
+                      c->base.peer, strerror(errno));
+    }
+    *progressed = 1;
+    p->ptr += n;
+    p->left -= (size_t)n;
+    if (p->left == 0) part_done(&lane->recv_head, &lane->recv_tail);
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t tcp_progress(conn_t *base, int *progressed) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  for (int i = 0; i < c->nlanes; i++) WEFT_CHECK(lane_progress(c, &c->lanes[i], progressed));
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
+  struct pollfd pfds[64];
+  int np = 0;
+  for (int i = 0; i < n; i++) {
+    const tcp_conn_t *c = (const tcp_conn_t *)conns[i];
+    for (int l = 0; l < c->nlanes && np < 64; l++) {
+      short ev = (short)((c->lanes[l].send_head ? POLLOUT : 0) |
+                         (c->lanes[l].recv_head ? POLLIN : 0));
+      if (ev) pfds[np++] = (struct pollfd){c->lanes[l].fd, ev, 0};
+    }
+  }
+  if (np == 0) return WEFT_SUCCESS;
+  if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
+  return WEFT_SUCCESS;
+}
+
+static void tcp_close(conn_t *base, int abortive) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  if (!c) return;
+  for (int i = 0; i < c->nlanes; i++) {
+    if (c->lanes[i].fd < 0) continue;
+    if (abortive) {
+      /* Linger 0 sends a reset: the peer's next call fails at once instead of waiting. */
+      struct linger lg = {1, 0};
+      setsockopt(c->lanes[i].fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+  }
+  conn_free(c);
+}
+
+const transport_ops_t tcp_transport_ops = {
+    .name = "tcp",
+    .addr_size = sizeof(net_addr_t),
+    .create = tcp_create,
+    .local_addr = tcp_local_addr,
+    .connect = tcp_connect,
+    .destroy = tcp_destroy,
+    .post_send = tcp_post_send,
+    .post_recv = tcp_post_recv,
+    .progress = tcp_progress,
+    .wait = tcp_wait,
+    .close = tcp_close,
+};

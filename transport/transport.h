@@ -1,0 +1,95 @@
+/* transport.h -- internal: the interface every transport implements (TCP now; shm, CUDA IPC and
+ * verbs later, one file each).
+ *
+ * A transport connects this rank to a peer and moves messages over that connection. Each
+ * direction of a connection is an ordered stream: messages are delivered in the order they were
+ * posted, and the receiver posts receives of the same lengths in the same order. Transfers are
+ * asynchronous: post_send/post_recv queue them, progress() moves bytes without blocking, and
+ * wait() blocks until one of a set of connections may progress. The executor drives all of it, so
+ * collectives never know which transport carries a step. */
+#ifndef WEFT_TRANSPORT_TRANSPORT_H_
+#define WEFT_TRANSPORT_TRANSPORT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest number of sockets (or lanes) a transport may stripe one message over. */
+#define XFER_MAX_LANES 16
+
+typedef struct transport transport_t;
+typedef struct conn conn_t;
+typedef struct transport_ops transport_ops_t;
+
+/* One part of a transfer on one lane; transports link parts into their per-lane queues. */
+typedef struct xfer_part {
+  struct xfer *owner;
+  struct xfer_part *next;
+  char *ptr;
+  size_t left;
+} xfer_part_t;
+
+/* One posted message. The caller owns the storage and must keep it (and the buffer) alive until
+ * `complete` is set or the connection is closed. */
+typedef struct xfer {
+  int complete;
+  int parts_left;
+  xfer_part_t parts[XFER_MAX_LANES];
+} xfer_t;
+
+/* What a transport needs to know about the communicator that creates it. */
+typedef struct {
+  int rank;
+  int nranks;
+  uint64_t comm_id; /* the same on every rank of one communicator, different across them */
+  const weft_config_t *config;
+  const void *bootstrap_addr; /* net_addr_t this rank advertises (from the bootstrap) */
+} transport_params_t;
+
+struct transport_ops {
+  const char *name;
+  /* Size of the address blob each rank publishes through the bootstrap. */
+  size_t addr_size;
+
+  weft_result_t (*create)(const transport_params_t *params, transport_t **out);
+  /* This rank's address blob (addr_size bytes), to be published to every peer. */
+  void (*local_addr)(const transport_t *t, void *blob);
+  /* Connects to `peer`, whose published blob is `peer_blob`. Both ranks call it, in any order
+   * relative to their other connects; it blocks at most config->connect_timeout_ms. */
+  weft_result_t (*connect)(transport_t *t, int peer, const void *peer_blob, conn_t **out);
+  void (*destroy)(transport_t *t);
+
+  weft_result_t (*post_send)(conn_t *c, const void *buf, size_t len, xfer_t *x);
+  weft_result_t (*post_recv)(conn_t *c, void *buf, size_t len, xfer_t *x);
+  /* Moves whatever bytes can move now; adds 1 to *progressed if any did. */
+  weft_result_t (*progress)(conn_t *c, int *progressed);
+  /* Blocks until a posted transfer on one of `conns` may progress, or timeout_ms passes. */
+  weft_result_t (*wait)(conn_t *const *conns, int n, int timeout_ms);
+  /* abortive: reset the connection at once instead of closing it in order. */
+  void (*close)(conn_t *c, int abortive);
+};
+
+/* Every transport's connection starts with this, so generic code can reach the ops. */
+struct conn {
+  const transport_ops_t *ops;
+  int peer;
+};
+
+struct transport {
+  const transport_ops_t *ops;
+};
+
+/* The transports this build has. */
+extern const transport_ops_t tcp_transport_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TRANSPORT_TRANSPORT_H_ */
