@@ -9,6 +9,7 @@
 
 #include "bootstrap/env.h"
 #include "bootstrap/store.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/net.h"
 
@@ -39,6 +40,23 @@ fail:
                      p->master_port);
 }
 
+/* Rank 0 stops the store when init returns, so it first waits until every other rank has been
+ * answered its last request: each one counts itself out after its wait returned, and the server
+ * answers requests one at a time, so once rank 0 reads the full count every answer was sent. */
+static weft_result_t wait_until_all_left(boot_session_t *s, int timeout_ms) {
+  int64_t left = 0;
+  if (s->p.rank != 0) return store_add(s->client, "left", 1, &left);
+  int64_t deadline = clock_now_ms() + timeout_ms;
+  for (;;) {
+    WEFT_CHECK(store_add(s->client, "left", 0, &left));
+    if (left >= s->p.nranks - 1) return WEFT_SUCCESS;
+    if (clock_now_ms() > deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT, "only %lld of %d ranks finished joining within %d ms",
+                      (long long)left, s->p.nranks - 1, timeout_ms);
+    usleep(1000);
+  }
+}
+
 weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_record_t *all) {
   char key[64];
   int timeout = s->p.config->connect_timeout_ms;
@@ -61,6 +79,7 @@ weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_r
   if (arrived == s->p.nranks) WEFT_CHECK_GOTO(store_set(s->client, "all-joined", "1", 1), res, fail);
   const char *keys[] = {"all-joined"};
   WEFT_CHECK_GOTO(store_wait(s->client, keys, 1, timeout), res, fail);
+  WEFT_CHECK_GOTO(wait_until_all_left(s, timeout), res, fail);
   return WEFT_SUCCESS;
 fail:
   return err_context(res, "rank %d: exchanging addresses", s->p.rank);

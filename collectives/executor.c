@@ -319,11 +319,15 @@ static weft_result_t stall_error(const run_t *r, int waited_ms) {
     if (st->count == 0) continue;
     const flight_t *f = &st->fifo[st->head];
     int step = f->op < 0 ? -1 : r->s->ops[f->op].step;
+    char where[48];
+    if (step < 0)
+      snprintf(where, sizeof where, "the call description");
+    else
+      snprintf(where, sizeof where, "step %d", step);
     return WEFT_ERR(WEFT_ERR_TIMEOUT,
-                    "no progress for %d ms (WEFT_TIMEOUT_MS) %s rank %d at %s%d: is that rank "
+                    "no progress for %d ms (WEFT_TIMEOUT_MS) %s rank %d at %s: is that rank "
                     "alive and making the same call?",
-                    waited_ms, st->is_send ? "sending to" : "receiving from", st->peer,
-                    step < 0 ? "the call description" : "step ", step < 0 ? 0 : step);
+                    waited_ms, st->is_send ? "sending to" : "receiving from", st->peer, where);
   }
   return WEFT_ERR(WEFT_ERR_TIMEOUT, "no progress for %d ms (WEFT_TIMEOUT_MS)", waited_ms);
 }

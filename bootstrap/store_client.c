@@ -1,0 +1,286 @@
+/* store_client.c -- a rank's connection to the bootstrap store: one request at a time, each bounded
+ * by a timeout, every failure turned into a message that names the master and the key. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/store.h"
+#include "bootstrap/store_wire.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/net.h"
+
+/* GET and WAIT time out on the master, which then answers STORE_TIMEOUT; the client waits this
+ * much longer before it decides that the master itself stopped answering. */
+#define REPLY_GRACE_MS 5000
+/* The hello's answer is immediate; do not let a slow connect leave it no time at all. */
+#define MIN_HELLO_MS 1000
+
+struct store_client {
+  int fd;
+  int timeout_ms; /* bounds SET/ADD replies (the connect timeout) */
+  /* After an I/O or protocol error the byte stream is out of step; every later call fails. */
+  int broken;
+  char master[NET_ADDR_STRLEN];
+  store_identity_t id;
+};
+
+/* ---- Requests ----------------------------------------------------------------------------- */
+
+static weft_result_t version_error(const store_client_t *c, unsigned theirs) {
+  return WEFT_ERR(WEFT_ERR_MISMATCH,
+                  "master at %s speaks store protocol version %u, this process speaks version %d: "
+                  "run the same weft version on every rank",
+                  c->master, theirs, STORE_VERSION);
+}
+
+/* Reads and checks a reply header. */
+static weft_result_t read_reply(store_client_t *c, int timeout_ms, store_hdr_t *h) {
+  uint8_t raw[STORE_HDR_SIZE];
+  WEFT_CHECK(net_recv_all(c->fd, raw, sizeof raw, timeout_ms));
+  store_hdr_decode(raw, h);
+  if (h->magic != STORE_MAGIC)
+    return WEFT_ERR(WEFT_ERR_REMOTE,
+                    "master at %s answered with bytes that are not the weft store protocol "
+                    "(magic 0x%08x): is another service listening on MASTER_PORT?",
+                    c->master, (unsigned)h->magic);
+  if (h->version != STORE_VERSION) return version_error(c, h->version);
+  const char *problem = store_hdr_problem(h);
+  if (problem || h->type != STORE_REPLY)
+    return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s broke the store protocol: %s", c->master,
+                    problem ? problem : "not a reply");
+  return WEFT_SUCCESS;
+}
+
+/* Sends one request and reads the reply's header; the caller reads h->val_len value bytes.
+ * wait_ms is the master-side timeout of GET/WAIT (-1: none). */
+static weft_result_t roundtrip(store_client_t *c, uint16_t type, const char *key, const void *val,
+                               size_t vlen, int64_t arg, int wait_ms, store_hdr_t *h) {
+  if (c->broken)
+    return WEFT_ERR(WEFT_ERR_COMM_FAILED,
+                    "connection to master at %s is unusable after an earlier error", c->master);
+  size_t klen = key ? strlen(key) : 0;
+  if ((key && (klen == 0 || klen > STORE_MAX_KEY)) || vlen > STORE_MAX_VALUE)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "key must be 1..%d bytes and value at most %u bytes (got %zu and %zu)",
+                    STORE_MAX_KEY, STORE_MAX_VALUE, klen, vlen);
+  size_t total;
+  uint8_t *msg =
+      store_msg_build(type, key, klen, val, vlen, arg, store_timeout_to_wire(wait_ms), 0, &total);
+  if (!msg) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory for a %zu-byte request", vlen);
+  int reply_ms = c->timeout_ms;
+  if (type == STORE_GET || type == STORE_WAIT)
+    reply_ms = wait_ms < 0 ? -1 : wait_ms + REPLY_GRACE_MS;
+  weft_result_t res = net_send_all(c->fd, msg, total, c->timeout_ms);
+  free(msg);
+  if (res == WEFT_SUCCESS) res = read_reply(c, reply_ms, h);
+  if (res != WEFT_SUCCESS) c->broken = 1;
+  return res;
+}
+
+static weft_result_t recv_value(store_client_t *c, void *buf, size_t len) {
+  weft_result_t res = net_recv_all(c->fd, buf, len, c->timeout_ms);
+  if (res != WEFT_SUCCESS) c->broken = 1;
+  return res;
+}
+
+/* Reads and drops n value bytes, so that the stream stays in step after a refused value. */
+static weft_result_t drain(store_client_t *c, size_t n) {
+  char scratch[4096];
+  while (n > 0) {
+    size_t k = n < sizeof scratch ? n : sizeof scratch;
+    WEFT_CHECK(recv_value(c, scratch, k));
+    n -= k;
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t unexpected_status(store_client_t *c, const store_hdr_t *h) {
+  c->broken = 1;
+  return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s answered with unknown status %u", c->master,
+                  (unsigned)h->status);
+}
+
+/* ---- Connecting --------------------------------------------------------------------------- */
+
+static weft_result_t refused(const store_client_t *c, uint32_t status, const store_identity_t *m) {
+  const store_identity_t *me = &c->id;
+  switch (status) {
+    case STORE_BAD_JOB:
+      return WEFT_ERR(WEFT_ERR_MISMATCH,
+                      "master at %s serves job 0x%016" PRIx64
+                      "; this process belongs to job "
+                      "0x%016" PRIx64 ": is another job using this MASTER_PORT?",
+                      c->master, m->job_id, me->job_id);
+    case STORE_BAD_SIZE:
+      return WEFT_ERR(WEFT_ERR_MISMATCH, "master at %s expects world size %d, this rank says %d",
+                      c->master, m->world_size, me->world_size);
+    case STORE_BAD_RANK:
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "master at %s refused rank %d: ranks of a world of size %d are 0..%d",
+                      c->master, me->rank, m->world_size, m->world_size - 1);
+    default:
+      return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s refused the hello with unknown status %u",
+                      c->master, (unsigned)status);
+  }
+}
+
+static weft_result_t hello(store_client_t *c, int timeout_ms) {
+  uint8_t mine[STORE_HELLO_SIZE], theirs[STORE_HELLO_SIZE];
+  store_hello_encode(&c->id, mine);
+  size_t total;
+  uint8_t *msg = store_msg_build(STORE_HELLO, NULL, 0, mine, sizeof mine, 0, 0, 0, &total);
+  if (!msg) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory");
+  weft_result_t res = net_send_all(c->fd, msg, total, timeout_ms);
+  free(msg);
+  WEFT_CHECK(res);
+  store_hdr_t h;
+  WEFT_CHECK(read_reply(c, timeout_ms, &h));
+  if (h.val_len != STORE_HELLO_SIZE)
+    return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s sent a malformed hello reply", c->master);
+  WEFT_CHECK(net_recv_all(c->fd, theirs, sizeof theirs, timeout_ms));
+  if (h.status == STORE_OK) return WEFT_SUCCESS;
+  store_identity_t m;
+  store_hello_decode(theirs, &m);
+  return refused(c, h.status, &m);
+}
+
+weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id, int timeout_ms,
+                            store_client_t **out) {
+  weft_result_t res;
+  store_client_t *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "store: out of memory");
+  c->fd = -1;
+  c->timeout_ms = timeout_ms;
+  c->id = *id;
+  net_addr_str(master, c->master, sizeof c->master);
+  int64_t start = clock_now_ms();
+  res = net_connect(master, timeout_ms, &c->fd);
+  if (res != WEFT_SUCCESS) {
+    res = err_context(res, "store: rank %d cannot reach the master", id->rank);
+    goto fail;
+  }
+  net_tune_stream(c->fd, 0); /* best effort: requests are small and latency-bound */
+  int left = -1;
+  if (timeout_ms >= 0) {
+    left = timeout_ms - (int)(clock_now_ms() - start);
+    if (left < MIN_HELLO_MS) left = MIN_HELLO_MS;
+  }
+  res = hello(c, left);
+  if (res != WEFT_SUCCESS) {
+    res = err_context(res, "store: rank %d joining", id->rank);
+    goto fail;
+  }
+  *out = c;
+  return WEFT_SUCCESS;
+fail:
+  store_close(c);
+  return res;
+}
+
+void store_close(store_client_t *c) {
+  if (!c) return;
+  if (c->fd >= 0) close(c->fd);
+  free(c);
+}
+
+/* ---- Operations --------------------------------------------------------------------------- */
+
+weft_result_t store_set(store_client_t *c, const char *key, const void *val, size_t len) {
+  store_hdr_t h;
+  weft_result_t res = roundtrip(c, STORE_SET, key, val, len, 0, 0, &h);
+  if (res == WEFT_SUCCESS && h.status != STORE_OK) res = unexpected_status(c, &h);
+  if (res == WEFT_SUCCESS) res = drain(c, h.val_len);
+  return res == WEFT_SUCCESS ? res : err_context(res, "store set '%s'", key);
+}
+
+weft_result_t store_get(store_client_t *c, const char *key, void *buf, size_t cap, size_t *len,
+                        int timeout_ms) {
+  store_hdr_t h;
+  weft_result_t res = roundtrip(c, STORE_GET, key, NULL, 0, 0, timeout_ms, &h);
+  if (res != WEFT_SUCCESS) return err_context(res, "store get '%s'", key);
+  if (h.status == STORE_TIMEOUT) {
+    WEFT_CHECK(drain(c, h.val_len));
+    return WEFT_ERR(WEFT_ERR_TIMEOUT, "store get '%s' (master at %s): key not set within %d ms",
+                    key, c->master, timeout_ms);
+  }
+  if (h.status != STORE_OK) return err_context(unexpected_status(c, &h), "store get '%s'", key);
+  if (len) *len = h.val_len;
+  size_t take = h.val_len < cap ? h.val_len : cap;
+  res = recv_value(c, buf, take);
+  if (res == WEFT_SUCCESS) res = drain(c, h.val_len - take);
+  if (res != WEFT_SUCCESS) return err_context(res, "store get '%s'", key);
+  if (take < h.val_len)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "store get '%s': the value has %u bytes but the buffer holds %zu", key,
+                    (unsigned)h.val_len, cap);
+  return WEFT_SUCCESS;
+}
+
+weft_result_t store_add(store_client_t *c, const char *key, int64_t delta, int64_t *result) {
+  store_hdr_t h;
+  weft_result_t res = roundtrip(c, STORE_ADD, key, NULL, 0, delta, 0, &h);
+  if (res == WEFT_SUCCESS) res = drain(c, h.val_len);
+  if (res != WEFT_SUCCESS) return err_context(res, "store add '%s'", key);
+  if (h.status == STORE_NOT_INTEGER)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "store add '%s': the key holds a value that is not a decimal integer", key);
+  if (h.status != STORE_OK) return err_context(unexpected_status(c, &h), "store add '%s'", key);
+  if (result) *result = h.arg;
+  return WEFT_SUCCESS;
+}
+
+/* "'a', 'b', ... and 12 more" from a key list, cut to fit the error buffer. */
+static void describe_keys(const uint8_t *list, size_t len, char *out, size_t cap) {
+  size_t off = 0, klen, used = 0;
+  const uint8_t *key;
+  int shown = 0, total = 0;
+  out[0] = '\0';
+  while (store_keys_next(list, len, &off, &key, &klen) == 1) {
+    total++;
+    if (used + klen + 16 > cap) continue;
+    used += (size_t)snprintf(out + used, cap - used, "%s'%.*s'", shown ? ", " : "", (int)klen,
+                             (const char *)key);
+    shown++;
+  }
+  if (total > shown) snprintf(out + used, cap - used, " and %d more", total - shown);
+}
+
+weft_result_t store_wait(store_client_t *c, const char *const *keys, int nkeys, int timeout_ms) {
+  if (nkeys < 0 || nkeys > STORE_MAX_WAIT_KEYS)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store wait: %d keys is not in 0..%d", nkeys,
+                    STORE_MAX_WAIT_KEYS);
+  for (int i = 0; i < nkeys; i++) {
+    size_t k = strlen(keys[i]);
+    if (k == 0 || k > STORE_MAX_KEY)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store wait: key %d must be 1..%d bytes", i,
+                      STORE_MAX_KEY);
+  }
+  size_t len;
+  uint8_t *list = store_keys_encode(keys, nkeys, &len);
+  if (!list) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "store wait: out of memory");
+  store_hdr_t h;
+  weft_result_t res = roundtrip(c, STORE_WAIT, NULL, list, len, nkeys, timeout_ms, &h);
+  free(list);
+  if (res != WEFT_SUCCESS) return err_context(res, "store wait for %d keys", nkeys);
+  if (h.status == STORE_OK) return drain(c, h.val_len);
+  if (h.status != STORE_TIMEOUT) return unexpected_status(c, &h);
+  uint8_t *missing = malloc(h.val_len ? h.val_len : 1);
+  if (!missing) {
+    c->broken = 1;
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "store wait: out of memory");
+  }
+  res = recv_value(c, missing, h.val_len);
+  if (res != WEFT_SUCCESS) {
+    free(missing);
+    return err_context(res, "store wait for %d keys", nkeys);
+  }
+  char names[600];
+  describe_keys(missing, h.val_len, names, sizeof names);
+  free(missing);
+  return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                  "store wait (master at %s): %lld of %d keys not set within %d ms: %s", c->master,
+                  (long long)h.arg, nkeys, timeout_ms, names);
+}

@@ -1,0 +1,527 @@
+/* store_server.c -- the bootstrap store's master: one thread, one poll loop, never a blocking call.
+ *
+ * A GET or WAIT on a missing key is not answered at once: the connection parks the request, every
+ * SET/ADD re-checks parked requests, and the loop sleeps no longer than the nearest parked
+ * deadline, so one waiting rank never stalls the others. A connection that breaks the protocol
+ * (wrong magic, bad lengths, a second request while one is parked) is dropped on its own; the
+ * store keeps serving everyone else. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/store.h"
+#include "bootstrap/store_kv.h"
+#include "bootstrap/store_wire.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/net.h"
+
+/* How long a refused client gets to read our answer before we close on it. */
+#define LINGER_MS 2000
+
+typedef struct {
+  int fd;
+  int greeted; /* hello accepted: the other requests are allowed */
+  int closing; /* refused: flush the answer, shut down, wait for EOF or the linger deadline */
+  int dead;
+  /* The request being read. */
+  uint8_t hdr_bytes[STORE_HDR_SIZE];
+  size_t hdr_got;
+  int have_hdr;
+  store_hdr_t hdr;
+  uint8_t *body; /* key, then value */
+  size_t body_len, body_got;
+  /* A parked GET or WAIT. */
+  int parked;
+  store_hdr_t park_hdr;
+  uint8_t *park_body;
+  int64_t deadline; /* of the parked request or the linger; -1 = none */
+  /* Unsent reply bytes. */
+  uint8_t *out;
+  size_t out_len, out_off;
+} conn_t;
+
+struct store_server {
+  store_identity_t id;
+  int port;
+  int listen_fd;
+  int wake[2]; /* store_server_stop writes a byte to end the loop */
+  pthread_t thread;
+  store_kv_t *kv;
+  conn_t **conns;
+  size_t nconns, capconns;
+};
+
+/* ---- Replies ------------------------------------------------------------------------------ */
+
+static void flush(conn_t *c) {
+  while (!c->dead && c->out_off < c->out_len) {
+    ssize_t n =
+        send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c->out_off += (size_t)n;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return; /* POLLOUT resumes */
+    } else {
+      c->dead = 1;
+    }
+  }
+  if (c->out_off == c->out_len) {
+    free(c->out);
+    c->out = NULL;
+    c->out_len = c->out_off = 0;
+    /* Half-close so the client reads our answer, then EOF, instead of a reset. */
+    if (c->closing && !c->dead) shutdown(c->fd, SHUT_WR);
+  }
+}
+
+static void reply(conn_t *c, uint32_t status, int64_t arg, const void *val, size_t vlen) {
+  size_t total;
+  uint8_t *msg = store_msg_build(STORE_REPLY, NULL, 0, val, vlen, arg, 0, status, &total);
+  if (!msg) {
+    c->dead = 1;
+    return;
+  }
+  if (c->out_len == 0) {
+    c->out = msg;
+    c->out_len = total;
+  } else {
+    /* Only one request is in flight per client, so this is rare: append. */
+    uint8_t *grown = realloc(c->out, c->out_len + total);
+    if (!grown) {
+      free(msg);
+      c->dead = 1;
+      return;
+    }
+    memcpy(grown + c->out_len, msg, total);
+    free(msg);
+    c->out = grown;
+    c->out_len += total;
+  }
+  flush(c);
+}
+
+/* Refuses a client: answer, then close once it has read the answer. */
+static void refuse(conn_t *c, uint32_t status, int64_t arg, const void *val, size_t vlen) {
+  c->closing = 1;
+  c->deadline = clock_now_ms() + LINGER_MS;
+  reply(c, status, arg, val, vlen);
+}
+
+/* ---- Requests ----------------------------------------------------------------------------- */
+
+static int has_key(const store_server_t *s, const uint8_t *key, size_t klen) {
+  const void *v;
+  size_t vl;
+  return store_kv_get(s->kv, key, klen, &v, &vl);
+}
+
+/* Answers a parked request if its keys exist now, or, when `expired`, with STORE_TIMEOUT and
+ * (for WAIT) the keys still missing. Returns 1 when answered. */
+static int answer_parked(store_server_t *s, conn_t *c, int expired) {
+  const store_hdr_t *h = &c->park_hdr;
+  const uint8_t *body = c->park_body;
+  if (h->type == STORE_GET) {
+    const void *v;
+    size_t vl;
+    if (store_kv_get(s->kv, body, h->key_len, &v, &vl))
+      reply(c, STORE_OK, 0, v, vl);
+    else if (expired)
+      reply(c, STORE_TIMEOUT, 0, NULL, 0);
+    else
+      return 0;
+  } else {
+    /* WAIT: collect the missing keys in the wire's list format. */
+    uint8_t *missing = malloc(h->val_len ? h->val_len : 1);
+    if (!missing) {
+      c->dead = 1;
+      return 1;
+    }
+    size_t off = 0, mlen = 0, klen;
+    int64_t nmissing = 0;
+    const uint8_t *key;
+    while (store_keys_next(body, h->val_len, &off, &key, &klen) == 1) {
+      if (has_key(s, key, klen)) continue;
+      memcpy(missing + mlen, key - 4, klen + 4);
+      mlen += klen + 4;
+      nmissing++;
+    }
+    if (nmissing == 0)
+      reply(c, STORE_OK, 0, NULL, 0);
+    else if (expired)
+      reply(c, STORE_TIMEOUT, nmissing, missing, mlen);
+    free(missing);
+    if (nmissing > 0 && !expired) return 0;
+  }
+  free(c->park_body);
+  c->park_body = NULL;
+  c->parked = 0;
+  c->deadline = -1;
+  return 1;
+}
+
+static void wake_parked(store_server_t *s) {
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn_t *c = s->conns[i];
+    if (c->parked && !c->dead) answer_parked(s, c, 0);
+  }
+}
+
+static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body) {
+  store_identity_t them, us = s->id;
+  store_hello_decode(body, &them);
+  us.rank = them.rank;
+  uint8_t ours[STORE_HELLO_SIZE];
+  store_hello_encode(&us, ours);
+  if (them.job_id != s->id.job_id)
+    refuse(c, STORE_BAD_JOB, 0, ours, sizeof ours);
+  else if (them.world_size != s->id.world_size)
+    refuse(c, STORE_BAD_SIZE, 0, ours, sizeof ours);
+  else if (them.rank < 0 || them.rank >= s->id.world_size)
+    refuse(c, STORE_BAD_RANK, 0, ours, sizeof ours);
+  else {
+    c->greeted = 1;
+    reply(c, STORE_OK, 0, ours, sizeof ours);
+  }
+}
+
+/* Counters are decimal text so that store_get shows them; anything else is not a counter. */
+static int parse_counter(const void *v, size_t n, int64_t *out) {
+  char buf[24];
+  if (n == 0 || n >= sizeof buf) return -1;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  char *end;
+  errno = 0;
+  long long x = strtoll(buf, &end, 10);
+  if (errno != 0 || *end != '\0' || end == buf) return -1;
+  *out = x;
+  return 0;
+}
+
+static void on_add(store_server_t *s, conn_t *c, const uint8_t *key) {
+  const void *v;
+  size_t vl;
+  int64_t cur = 0;
+  if (store_kv_get(s->kv, key, c->hdr.key_len, &v, &vl) && parse_counter(v, vl, &cur) != 0) {
+    static const char why[] = "the key holds a value that is not a decimal integer";
+    reply(c, STORE_NOT_INTEGER, 0, why, sizeof why - 1);
+    return;
+  }
+  /* Wraps like the other integer reductions instead of being undefined. */
+  int64_t next = (int64_t)((uint64_t)cur + (uint64_t)c->hdr.arg);
+  char text[24];
+  int n = snprintf(text, sizeof text, "%lld", (long long)next);
+  if (store_kv_put(s->kv, key, c->hdr.key_len, text, (size_t)n) != 0) {
+    c->dead = 1;
+    return;
+  }
+  reply(c, STORE_OK, next, NULL, 0);
+  wake_parked(s);
+}
+
+/* Handles the complete request in c->hdr / c->body; takes the body. */
+static void on_request(store_server_t *s, conn_t *c) {
+  uint8_t *body = c->body;
+  const store_hdr_t *h = &c->hdr;
+  c->body = NULL;
+  switch (h->type) {
+    case STORE_HELLO:
+      on_hello(s, c, body);
+      break;
+    case STORE_SET:
+      if (store_kv_put(s->kv, body, h->key_len, body + h->key_len, h->val_len) != 0) {
+        c->dead = 1;
+        break;
+      }
+      reply(c, STORE_OK, 0, NULL, 0);
+      wake_parked(s);
+      break;
+    case STORE_ADD:
+      on_add(s, c, body);
+      break;
+    case STORE_GET:
+    case STORE_WAIT: {
+      if (h->type == STORE_WAIT) {
+        /* Check the list once here so answer_parked can trust it. */
+        size_t off = 0, klen;
+        const uint8_t *key;
+        int64_t n = 0;
+        int rc;
+        while ((rc = store_keys_next(body, h->val_len, &off, &key, &klen)) == 1) n++;
+        if (rc < 0 || n != h->arg) {
+          c->dead = 1;
+          break;
+        }
+      }
+      c->parked = 1;
+      c->park_hdr = *h;
+      c->park_body = body;
+      c->deadline = h->timeout_ms == STORE_NO_TIMEOUT ? -1 : clock_now_ms() + h->timeout_ms;
+      body = NULL;
+      answer_parked(s, c, 0);
+      break;
+    }
+    default:
+      c->dead = 1;
+  }
+  free(body);
+}
+
+/* Checks a complete header; returns 0 to go on reading the body. */
+static int on_header(conn_t *c) {
+  store_hdr_decode(c->hdr_bytes, &c->hdr);
+  const store_hdr_t *h = &c->hdr;
+  if (h->magic != STORE_MAGIC) return -1; /* not one of ours: drop it, serve the others */
+  if (h->version != STORE_VERSION) {
+    /* Tell another weft version which version we speak; anything else just goes. */
+    if (!c->greeted && h->type == STORE_HELLO) refuse(c, STORE_BAD_VERSION, STORE_VERSION, NULL, 0);
+    return -1;
+  }
+  if (store_hdr_problem(h) || h->type == STORE_REPLY) return -1;
+  /* Hello first, and only once. */
+  if (!c->greeted && h->type != STORE_HELLO) return -1;
+  if (c->greeted && h->type == STORE_HELLO) return -1;
+  c->body_len = (size_t)h->key_len + h->val_len;
+  c->body_got = 0;
+  c->body = malloc(c->body_len ? c->body_len : 1);
+  if (!c->body) return -1;
+  c->have_hdr = 1;
+  return 0;
+}
+
+/* ---- Connections -------------------------------------------------------------------------- */
+
+/* Reads whatever is there; returns when the socket would block or the connection ends. */
+static void on_readable(store_server_t *s, conn_t *c) {
+  uint8_t scratch[256];
+  while (!c->dead) {
+    uint8_t *dst;
+    size_t want;
+    /* Refused or parked connections must not send anything more; a refused one may still have
+     * bytes in flight, which we read and drop until its EOF. */
+    if (c->closing || c->parked) {
+      dst = scratch;
+      want = sizeof scratch;
+    } else if (!c->have_hdr) {
+      dst = c->hdr_bytes + c->hdr_got;
+      want = STORE_HDR_SIZE - c->hdr_got;
+    } else {
+      dst = c->body + c->body_got;
+      want = c->body_len - c->body_got;
+    }
+    ssize_t n = recv(c->fd, dst, want, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      c->dead = 1; /* EOF or error */
+      return;
+    }
+    if (c->closing) continue;
+    if (c->parked) {
+      c->dead = 1; /* a second request while one is parked */
+      return;
+    }
+    if (!c->have_hdr) {
+      c->hdr_got += (size_t)n;
+      if (c->hdr_got < STORE_HDR_SIZE) continue;
+      if (on_header(c) != 0) {
+        if (!c->closing) c->dead = 1;
+        continue;
+      }
+    } else {
+      c->body_got += (size_t)n;
+    }
+    if (c->have_hdr && c->body_got == c->body_len) {
+      c->have_hdr = 0;
+      c->hdr_got = 0;
+      on_request(s, c);
+    }
+  }
+}
+
+static void conn_free(conn_t *c) {
+  close(c->fd);
+  free(c->body);
+  free(c->park_body);
+  free(c->out);
+  free(c);
+}
+
+static void accept_all(store_server_t *s) {
+  for (;;) {
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return; /* EAGAIN, or out of fds: the backlog keeps the rest for later */
+    }
+    if (s->nconns == s->capconns) {
+      size_t cap = s->capconns ? 2 * s->capconns : 16;
+      conn_t **grown = realloc(s->conns, cap * sizeof *grown);
+      if (!grown) {
+        close(fd);
+        continue;
+      }
+      s->conns = grown;
+      s->capconns = cap;
+    }
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+      close(fd);
+      continue;
+    }
+    c->fd = fd;
+    c->deadline = -1;
+    net_tune_stream(fd, 0); /* best effort: small replies should not wait for Nagle */
+    s->conns[s->nconns++] = c;
+  }
+}
+
+/* Answers parked requests whose time is up and drops refused clients that never hung up. */
+static void expire(store_server_t *s, int64_t now) {
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn_t *c = s->conns[i];
+    if (c->dead || c->deadline < 0 || c->deadline > now) continue;
+    if (c->closing)
+      c->dead = 1;
+    else if (c->parked)
+      answer_parked(s, c, 1);
+  }
+}
+
+static void reap(store_server_t *s) {
+  size_t j = 0;
+  for (size_t i = 0; i < s->nconns; i++) {
+    if (s->conns[i]->dead)
+      conn_free(s->conns[i]);
+    else
+      s->conns[j++] = s->conns[i];
+  }
+  s->nconns = j;
+}
+
+static int poll_timeout(const store_server_t *s, int64_t now) {
+  int64_t next = -1;
+  for (size_t i = 0; i < s->nconns; i++) {
+    int64_t d = s->conns[i]->deadline;
+    if (d >= 0 && (next < 0 || d < next)) next = d;
+  }
+  if (next < 0) return -1;
+  return next <= now ? 0 : (int)(next - now);
+}
+
+static void *serve(void *arg) {
+  store_server_t *s = (store_server_t *)arg;
+  struct pollfd *fds = NULL;
+  size_t capfds = 0;
+  for (;;) {
+    size_t n = s->nconns;
+    if (n + 2 > capfds) {
+      struct pollfd *grown = realloc(fds, (n + 2) * 2 * sizeof *grown);
+      if (grown) {
+        fds = grown;
+        capfds = (n + 2) * 2;
+      } else {
+        n = capfds >= 2 ? capfds - 2 : 0; /* serve who fits; the rest wait a round */
+      }
+    }
+    if (!fds) break;
+    fds[0] = (struct pollfd){s->wake[0], POLLIN, 0};
+    fds[1] = (struct pollfd){s->listen_fd, POLLIN, 0};
+    for (size_t i = 0; i < n; i++) {
+      conn_t *c = s->conns[i];
+      fds[i + 2] = (struct pollfd){c->fd, (short)(POLLIN | (c->out_len ? POLLOUT : 0)), 0};
+    }
+    int r = poll(fds, n + 2, poll_timeout(s, clock_now_ms()));
+    if (r < 0 && errno != EINTR) break;
+    if (r > 0 && fds[0].revents) break;
+    for (size_t i = 0; r > 0 && i < n; i++) {
+      conn_t *c = s->conns[i];
+      short ev = fds[i + 2].revents;
+      if (ev & POLLOUT) flush(c);
+      if (ev & (POLLIN | POLLHUP | POLLERR)) on_readable(s, c);
+      if (ev & POLLNVAL) c->dead = 1;
+    }
+    if (r > 0 && fds[1].revents) accept_all(s);
+    expire(s, clock_now_ms());
+    reap(s);
+  }
+  free(fds);
+  return NULL;
+}
+
+/* ---- Lifetime ----------------------------------------------------------------------------- */
+
+static void server_free(store_server_t *s) {
+  for (size_t i = 0; i < s->nconns; i++) conn_free(s->conns[i]);
+  free(s->conns);
+  if (s->listen_fd >= 0) close(s->listen_fd);
+  if (s->wake[0] >= 0) close(s->wake[0]);
+  if (s->wake[1] >= 0) close(s->wake[1]);
+  store_kv_free(s->kv);
+  free(s);
+}
+
+weft_result_t store_server_start(int port, const store_identity_t *id, store_server_t **out) {
+  weft_result_t res = WEFT_SUCCESS;
+  if (id->world_size < 1)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store: world size %d must be at least 1",
+                    id->world_size);
+  store_server_t *s = calloc(1, sizeof *s);
+  if (!s) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "store: out of memory");
+  s->id = *id;
+  s->listen_fd = s->wake[0] = s->wake[1] = -1;
+  /* A large backlog: every rank of a big job connects at the same moment. */
+  res = net_listen_any(port, AF_UNSPEC, 4096, &s->listen_fd);
+  if (res != WEFT_SUCCESS) {
+    res = err_context(res, "store: cannot serve on MASTER_PORT %d", port);
+    goto fail;
+  }
+  WEFT_CHECK_GOTO(net_set_nonblocking(s->listen_fd, 1), res, fail);
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) != 0) {
+    res = WEFT_ERR(WEFT_ERR_SYSTEM, "store: getsockname: %s", strerror(errno));
+    goto fail;
+  }
+  net_addr_t bound = {ss, len};
+  s->port = net_addr_port(&bound);
+  s->kv = store_kv_new();
+  if (!s->kv) {
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "store: out of memory");
+    goto fail;
+  }
+  if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    res = WEFT_ERR(WEFT_ERR_SYSTEM, "store: pipe: %s", strerror(errno));
+    goto fail;
+  }
+  int rc = pthread_create(&s->thread, NULL, serve, s);
+  if (rc != 0) {
+    res = WEFT_ERR(WEFT_ERR_SYSTEM, "store: pthread_create: %s", strerror(rc));
+    goto fail;
+  }
+  *out = s;
+  return WEFT_SUCCESS;
+fail:
+  server_free(s);
+  return res;
+}
+
+int store_server_port(const store_server_t *s) { return s->port; }
+
+void store_server_stop(store_server_t *s) {
+  if (!s) return;
+  char b = 1;
+  while (write(s->wake[1], &b, 1) < 0 && errno == EINTR) {
+  }
+  pthread_join(s->thread, NULL);
+  server_free(s);
+}

@@ -1,0 +1,24 @@
+// rank_body.h -- what one rank of a multi-process collective test does.
+#ifndef WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
+#define WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "include/weft.h"
+}
+
+// Joins a communicator of nranks on 127.0.0.1:port; "" or the error, with the rank.
+std::string join(int rank, int nranks, int port, weft_comm_t** comm);
+
+// All-reduce of `count` elements for one dtype and op, in place or not, checked exactly against
+// patterns.h. Returns "" or a message naming the case and the first wrong element.
+std::string check_all_reduce(weft_comm_t* comm, weft_dtype_t d, weft_op_t op, size_t count,
+                             bool in_place);
+
+// Broadcast of `count` elements from root, checked exactly.
+std::string check_broadcast(weft_comm_t* comm, weft_dtype_t d, int root, size_t count,
+                            bool in_place);
+
+#endif  // WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
