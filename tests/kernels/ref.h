@@ -1,0 +1,84 @@
+// ref.h -- slow, obviously-correct fp16/bf16 conversions that the kernel tests compare against.
+//
+// Written from the format definitions with ldexp/frexp/nearbyint in double, sharing nothing with
+// the bit tricks in kernels/half.h. std::nearbyint rounds in the current mode, which is the
+// default round-to-nearest-even; double holds every value involved exactly until that call.
+#ifndef WEFT_TESTS_KERNELS_REF_H_
+#define WEFT_TESTS_KERNELS_REF_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace ref {
+
+// A small IEEE-style binary format: `mant_bits` stored mantissa bits, exponent bias `bias`,
+// all-ones exponent for inf/NaN.
+struct Format {
+  int mant_bits;
+  int exp_bits;
+  int bias;
+};
+constexpr Format kHalf = {10, 5, 15};
+constexpr Format kBf16 = {7, 8, 127};
+
+inline double decode(Format fmt, uint16_t bits) {
+  int sign = bits >> 15;
+  int exp = (bits >> fmt.mant_bits) & ((1 << fmt.exp_bits) - 1);
+  int mant = bits & ((1 << fmt.mant_bits) - 1);
+  double v;
+  if (exp == 0) {  // zero or subnormal: mant * 2^(1 - bias - mant_bits)
+    v = std::ldexp(mant, 1 - fmt.bias - fmt.mant_bits);
+  } else if (exp == (1 << fmt.exp_bits) - 1) {
+    v = mant ? NAN : INFINITY;
+  } else {
+    v = std::ldexp((1 << fmt.mant_bits) + mant, exp - fmt.bias - fmt.mant_bits);
+  }
+  return sign ? -v : v;
+}
+
+// Nearest representable value, ties to even; beyond the largest finite value plus half an ulp
+// (ties there go up, since the largest mantissa is odd), infinity.
+inline uint16_t encode(Format fmt, double d) {
+  uint16_t sign = std::signbit(d) ? 0x8000 : 0;
+  int max_exp = (1 << fmt.exp_bits) - 2 - fmt.bias;  // exponent of the largest finite value
+  uint16_t inf = (uint16_t)(((1 << fmt.exp_bits) - 1) << fmt.mant_bits);
+  if (std::isnan(d)) return sign | inf | (1 << (fmt.mant_bits - 1));
+  double a = std::fabs(d);
+  double overflow = std::ldexp(2.0 - std::ldexp(1.0, -fmt.mant_bits - 1), max_exp);
+  if (a >= overflow) return sign | inf;
+  int min_exp = 1 - fmt.bias;
+  if (a < std::ldexp(1.0, min_exp)) {
+    // Subnormal: a multiple of 2^(min_exp - mant_bits). Rounding up to 2^mant_bits gives exactly
+    // the smallest normal's bit pattern.
+    return sign | (uint16_t)std::nearbyint(std::ldexp(a, fmt.mant_bits - min_exp));
+  }
+  int e;
+  std::frexp(a, &e);                                                // a in [2^(e-1), 2^e)
+  double m = std::nearbyint(std::ldexp(a, fmt.mant_bits + 1 - e));  // in [2^mant, 2^(mant+1)]
+  // m == 2^(mant+1) (rounded up to the next power of two) carries into the exponent, correctly.
+  uint32_t bits =
+      ((uint32_t)(e - 1 + fmt.bias) << fmt.mant_bits) + (uint32_t)m - (1u << fmt.mant_bits);
+  return (uint16_t)(sign | bits);
+}
+
+inline bool is_nan(Format fmt, uint16_t bits) {
+  uint16_t inf = (uint16_t)(((1 << fmt.exp_bits) - 1) << fmt.mant_bits);
+  return (bits & inf) == inf && (bits & ((1 << fmt.mant_bits) - 1)) != 0;
+}
+
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace ref
+
+#endif  // WEFT_TESTS_KERNELS_REF_H_
