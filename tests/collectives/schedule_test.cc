@@ -133,9 +133,10 @@ TEST_P(ChainBroadcast, EveryRankGetsTheRootsData) {
     }
     simulate(ranks);
     for (int r = 0; r < p; r++) {
-      if (r != root)
+      if (r != root) {
         for (size_t i = 0; i < count; i++)
           ASSERT_EQ(ranks[r].recvbuf[i], 5 * (int64_t)i + 3) << "rank " << r << " root " << root;
+      }
       sched_free(&ranks[r].s);
     }
   }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# install-deps.sh -- installs what building and testing weft needs, from Debian, if it is missing.
+set -euo pipefail
+
+need=()
+command -v bazel >/dev/null 2>&1 || need+=(bazel-bootstrap)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+[ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
+[ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || [ -f /usr/lib/libgtest.a ] ||
+  ls /usr/lib/*/libgtest.a >/dev/null 2>&1 || need+=(libgtest-dev)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "install-deps: installing ${need[*]}" >&2
+$sudo apt-get update -q >/dev/null
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null

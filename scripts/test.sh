@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test.sh -- runs weft's whole test suite: everything optimized, the unit and small multi-process
+# tests again under ASan+UBSan and TSan, and the CPU-only build (the CUDA switch turned off).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+
+passed=0
+failed=0
+# Runs one bazel test invocation and adds its tally from bazel's summary line.
+run() {
+  local log
+  log=$(mktemp)
+  echo "== bazel test $*"
+  bazel test "$@" 2>&1 | tee "$log" | grep -E "PASSED|FAILED|TIMEOUT|NO STATUS|Executed|ERROR"
+  local status=${PIPESTATUS[0]}
+  local p f
+  p=$(grep -cE "^//.* PASSED" "$log")
+  f=$(grep -cE "^//.* (FAILED|TIMEOUT|NO STATUS)" "$log")
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # a build error fails the run too
+  passed=$((passed + p))
+  failed=$((failed + f))
+  rm -f "$log"
+}
+
+# Everything, optimized (the default config).
+run //...
+# Sanitizers on the tests that exercise memory and threads without the largest data sets.
+sanitized=(//tests/common:all //tests/collectives:all //tests/kernels:all //tests/bootstrap:all
+  //tests/errors:all //tests/harness:all)
+run --config=asan "${sanitized[@]}"
+run --config=tsan //tests/bootstrap:all //tests/errors:all
+# The CPU-only build, even where the CUDA toolkit is installed.
+run --config=nocuda //tests/build:all //tests/errors:all
+
+echo "weft tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,170 @@
+/* pattern.c -- weft-bench's deterministic inputs and their exact expected results. */
+#include "tools/bench/pattern.h"
+
+#include "tools/bench/elem.h"
+
+enum { MODE_SUM, MODE_AVG_FLOAT, MODE_PROD, MODE_RANGE };
+
+/* Per dtype: the largest L such that every integer in [-L, L] (or [0, L] unsigned) is exact in
+ * the dtype, capped at 2^62 so that values fit int64; the most factors of 2 a product may hold;
+ * and the value range used by min/max/broadcast. */
+static const struct {
+  int64_t exact;
+  int pow_max;
+  int64_t lo;
+  int64_t hi;
+} limits[WEFT_NUM_DTYPES] = {
+    [WEFT_INT8] = {127, 6, -128, 127},
+    [WEFT_UINT8] = {255, 7, 0, 255},
+    [WEFT_INT32] = {INT32_MAX, 30, INT32_MIN, INT32_MAX},
+    [WEFT_UINT32] = {UINT32_MAX, 31, 0, UINT32_MAX},
+    [WEFT_INT64] = {1ll << 62, 62, -(1ll << 62), 1ll << 62},
+    [WEFT_UINT64] = {1ll << 62, 62, 0, 1ll << 62},
+    [WEFT_FLOAT16] = {2048, 15, -2048, 2048}, /* 2^15 <= 65504 */
+    [WEFT_BFLOAT16] = {256, 62, -256, 256},
+    [WEFT_FLOAT32] = {1ll << 24, 62, -(1ll << 24), 1ll << 24},
+    [WEFT_FLOAT64] = {1ll << 53, 62, -(1ll << 53), 1ll << 53},
+};
+
+/* A well-mixed 64-bit value per index (splitmix64's finalizer). */
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* A value in [0, n) from a hash, by multiplication instead of division. */
+static uint64_t below(uint64_t hash, uint64_t n) {
+  return (uint64_t)(((unsigned __int128)hash * n) >> 64);
+}
+
+/* sum over j in [0, n) of (j mod period). */
+static int64_t sum_mod(int64_t n, int64_t period) {
+  int64_t full = n / period, rest = n % period;
+  return full * (period * (period - 1) / 2) + rest * (rest - 1) / 2;
+}
+
+void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtype, weft_op_t op,
+                        int nranks, int root) {
+  int d = (unsigned)dtype < WEFT_NUM_DTYPES ? (int)dtype : (int)WEFT_FLOAT32;
+  int n = nranks > 0 ? nranks : 1;
+  p->coll = coll;
+  p->dtype = dtype;
+  p->op = op;
+  p->nranks = n;
+  p->root = root;
+  p->is_signed = bench_dtype_is_signed(dtype);
+  p->bound = limits[d].exact / n;
+  p->period = p->bound + 1 < n ? p->bound + 1 : n;
+  p->pow_max = limits[d].pow_max < n ? limits[d].pow_max : n;
+  p->lo = limits[d].lo;
+  p->span = (uint64_t)limits[d].hi - (uint64_t)limits[d].lo + 1;
+  if (coll == BENCH_BROADCAST || op == WEFT_MIN || op == WEFT_MAX) {
+    p->mode = MODE_RANGE;
+  } else if (op == WEFT_PROD) {
+    p->mode = MODE_PROD;
+  } else if (op == WEFT_AVG && bench_dtype_is_float(dtype)) {
+    p->mode = MODE_AVG_FLOAT;
+  } else {
+    p->mode = MODE_SUM; /* sum, and avg on integers */
+  }
+}
+
+/* sum: the rank-independent part a(i), in [-bound, bound - (P-1)] or [0, bound - (P-1)]. */
+static int64_t sum_base(const bench_pattern_t *p, uint64_t index) {
+  uint64_t top = (uint64_t)(p->bound - (p->period - 1));
+  if (!p->is_signed) return (int64_t)below(mix(index), top + 1);
+  return -p->bound + (int64_t)below(mix(index), (uint64_t)p->bound + top + 1);
+}
+
+/* avg on floats: a(i) in [-bound/2, bound/2]; pairs add +-k with |a| + k <= bound. */
+static int64_t avg_base(const bench_pattern_t *p, uint64_t index) {
+  int64_t half = p->bound / 2;
+  return -half + (int64_t)below(mix(index), (uint64_t)(2 * half + 1));
+}
+
+/* prod: how many ranks contribute 2, and how many are negative. */
+static int prod_twos(const bench_pattern_t *p, uint64_t index) {
+  /* Hashed, not index % (pow_max + 1): that would line up with the rank rotation and leave some
+   * rank always contributing 1, whose loss would then go unnoticed. */
+  return (int)below(mix(index ^ 0x2545f4914f6cdd1dull), (uint64_t)p->pow_max + 1);
+}
+
+static int prod_negatives(const bench_pattern_t *p, uint64_t index) {
+  return p->is_signed ? (int)below(mix(index), (uint64_t)p->nranks + 1) : 0;
+}
+
+/* min/max/broadcast: the offset of rank-independent part. */
+static uint64_t range_base(const bench_pattern_t *p, uint64_t index) {
+  return below(mix(index), p->span);
+}
+
+int64_t bench_pattern_input(const bench_pattern_t *p, int rank, uint64_t index) {
+  uint64_t n = (uint64_t)p->nranks;
+  uint64_t slot = ((uint64_t)rank + index) % n; /* rotates which rank plays which part */
+  switch (p->mode) {
+    case MODE_SUM:
+      return sum_base(p, index) + (int64_t)(slot % (uint64_t)p->period);
+    case MODE_AVG_FLOAT: {
+      int64_t a = avg_base(p, index);
+      int pair = rank / 2;
+      if (rank % 2 == 0 && rank == p->nranks - 1) return a; /* odd world: the last has no pair */
+      int64_t room = p->bound - (a < 0 ? -a : a);
+      int64_t k = (int64_t)((mix(index ^ 0x5bd1e995) + (uint64_t)pair) % (uint64_t)(room + 1));
+      return rank % 2 == 0 ? a + k : a - k;
+    }
+    case MODE_PROD: {
+      int64_t x = (int64_t)slot < prod_twos(p, index) ? 2 : 1;
+      uint64_t neg_slot = ((uint64_t)rank + 2 * index + 1) % n;
+      return (int64_t)neg_slot < prod_negatives(p, index) ? -x : x;
+    }
+    default: /* MODE_RANGE */
+      return p->lo + (int64_t)((range_base(p, index) + slot) % p->span);
+  }
+}
+
+int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index) {
+  int64_t n = p->nranks;
+  switch (p->mode) {
+    case MODE_SUM: {
+      /* slot runs over 0..n-1 once whatever the index, so the rank parts always add up alike. */
+      int64_t sum = n * sum_base(p, index) + sum_mod(n, p->period);
+      return p->op == WEFT_AVG ? sum / n : sum; /* C division truncates toward zero */
+    }
+    case MODE_AVG_FLOAT:
+      return avg_base(p, index);
+    case MODE_PROD: {
+      int64_t x = (int64_t)1 << prod_twos(p, index);
+      return prod_negatives(p, index) % 2 ? -x : x;
+    }
+    default: { /* MODE_RANGE */
+      if (p->coll == BENCH_BROADCAST) return bench_pattern_input(p, p->root, index);
+      uint64_t base = range_base(p, index);
+      int wraps =
+          base + (uint64_t)(n - 1) >= p->span; /* then every value from 0 to span-1 occurs */
+      if (p->op == WEFT_MIN) return p->lo + (int64_t)(wraps ? 0 : base);
+      return p->lo + (int64_t)(wraps ? p->span - 1 : base + (uint64_t)(n - 1));
+    }
+  }
+}
+
+void bench_pattern_fill(const bench_pattern_t *p, int rank, void *buf, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    bench_elem_store(p->dtype, buf, i, bench_pattern_input(p, rank, i));
+  }
+}
+
+void bench_pattern_poison(const bench_pattern_t *p, void *buf, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    bench_elem_poison(p->dtype, buf, i, bench_pattern_expected(p, i));
+  }
+}
+
+size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t count) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; i++) {
+    wrong += !bench_elem_equals(p->dtype, buf, i, bench_pattern_expected(p, i));
+  }
+  return wrong;
+}

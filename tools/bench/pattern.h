@@ -1,0 +1,67 @@
+/* pattern.h -- private to weft-bench: input data whose reduction is exact in any order. */
+#ifndef WEFT_TOOLS_BENCH_PATTERN_H_
+#define WEFT_TOOLS_BENCH_PATTERN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/weft.h"
+#include "tools/bench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Input element `index` of rank `rank` is an integer chosen so that every partial result of the
+ * reduction, in any order and association, is exactly representable in the dtype (fp16/bf16
+ * rounding at every step included). So the result has one right value, computed here in closed
+ * form, and an element is either right or wrong: no tolerance.
+ *
+ * - sum (and avg on integers): x = a(i) + ((rank + i) mod P), |x| <= L / nranks, where L is the
+ *   largest integer up to which the dtype is exact (127 for int8, 2048 for fp16, 256 for bf16,
+ *   2^24 for float, ...). avg on integers is sum / nranks truncated toward zero, as weft.h says.
+ * - avg on floats: x = a(i) +- k, the +k and -k of rank pairs cancelling, so sum = nranks * a(i)
+ *   and the true division is exact.
+ * - prod: x in {1, 2} (and -1, -2 for signed dtypes) with at most as many 2s as the result can
+ *   hold as a power of two (2^6 for int8, 2^15 for fp16).
+ * - min, max: x = lo + ((h(i) + ((rank + i) mod nranks)) mod span) over the dtype's exact range.
+ * - broadcast: the same values; the result is the root's.
+ */
+typedef struct {
+  bench_coll_t coll;
+  weft_dtype_t dtype;
+  weft_op_t op;
+  int nranks;
+  int root;
+  int mode;       /* which of the shapes above */
+  int is_signed;  /* negative values allowed */
+  int64_t bound;  /* sum/avg: the largest |x| of one rank */
+  int64_t period; /* sum: P = min(nranks, bound + 1) */
+  int pow_max;    /* prod: the most factors of 2 */
+  int64_t lo;     /* min/max/broadcast: the smallest value */
+  uint64_t span;  /* min/max/broadcast: how many values from lo on */
+} bench_pattern_t;
+
+void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtype, weft_op_t op,
+                        int nranks, int root);
+
+/* Rank `rank`'s input element `index`. */
+int64_t bench_pattern_input(const bench_pattern_t *p, int rank, uint64_t index);
+
+/* The right result for element `index`. */
+int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index);
+
+/* Writes rank `rank`'s inputs 0..count-1 into buf. */
+void bench_pattern_fill(const bench_pattern_t *p, int rank, void *buf, size_t count);
+
+/* Writes values that differ from every expected result, so unwritten elements count as wrong. */
+void bench_pattern_poison(const bench_pattern_t *p, void *buf, size_t count);
+
+/* How many of the count elements in buf differ from the expected results. */
+size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TOOLS_BENCH_PATTERN_H_ */

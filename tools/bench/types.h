@@ -1,0 +1,36 @@
+/* types.h -- private to weft-bench: names, sizes and classes of weft's dtypes and ops. */
+#ifndef WEFT_TOOLS_BENCH_TYPES_H_
+#define WEFT_TOOLS_BENCH_TYPES_H_
+
+#include <stddef.h>
+
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The collective under test. */
+typedef enum { BENCH_ALL_REDUCE = 0, BENCH_BROADCAST = 1 } bench_coll_t;
+
+/* The names nccl-tests prints ("half", "float", ...); NULL for an unknown value. */
+const char *bench_dtype_name(weft_dtype_t dtype);
+const char *bench_op_name(weft_op_t op);
+const char *bench_coll_name(bench_coll_t coll);
+
+/* Accepts the names above plus the aliases float16, float32, float64. Returns 0 or -1. */
+int bench_dtype_parse(const char *name, weft_dtype_t *dtype);
+int bench_op_parse(const char *name, weft_op_t *op);
+/* all_reduce (or allreduce), broadcast (or bcast). */
+int bench_coll_parse(const char *name, bench_coll_t *coll);
+
+/* Element size in bytes (0 for an unknown dtype). */
+size_t bench_dtype_size(weft_dtype_t dtype);
+int bench_dtype_is_float(weft_dtype_t dtype);
+int bench_dtype_is_signed(weft_dtype_t dtype); /* true for the floating types too */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TOOLS_BENCH_TYPES_H_ */

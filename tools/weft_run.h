@@ -1,0 +1,63 @@
+/* weft_run.h -- private to weft-run: options, job id and the per-rank output streams. */
+#ifndef WEFT_TOOLS_WEFT_RUN_H_
+#define WEFT_TOOLS_WEFT_RUN_H_
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Exit codes of the launcher itself; a rank's own code is reported, never passed through. */
+#define WR_EXIT_OK 0
+#define WR_EXIT_RANK_FAILED 1
+#define WR_EXIT_USAGE 2
+#define WR_EXIT_TIMEOUT 124
+
+#define WR_JOB_ID_MAX 64
+#define WR_ERR_MAX 512
+
+typedef struct {
+  int nproc;               /* ranks on this node */
+  int nnodes;              /* nodes in the job */
+  int node_rank;           /* this node, in [0, nnodes) */
+  const char *master_addr; /* where rank 0 listens */
+  int master_port;         /* 0 until chosen */
+  int prefix;              /* 0 with --no-prefix */
+  double timeout_s;        /* 0 = no limit */
+  char **argv;             /* program and its arguments, NULL-terminated (inside main's argv) */
+  char job_id[WR_JOB_ID_MAX];
+} wr_opts;
+
+/* Parses the command line into `o`. Returns WR_EXIT_OK to go on, WR_EXIT_USAGE with a message in
+ * `err`, or -1 when --help was given (usage already printed). */
+int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen);
+
+/* Chooses the master port (if none was given) and the job id. Returns WR_EXIT_OK or
+ * WR_EXIT_USAGE with a message in `err`. */
+int wr_finish_opts(wr_opts *o, char *err, size_t errlen);
+
+void wr_print_usage(FILE *f);
+
+/* Forks local rank `local` with its environment set, stdout and stderr into new pipes whose read
+ * ends are returned, in its own process group. Returns its pid, or -1 with a message in `err`. */
+pid_t wr_spawn_rank(const wr_opts *o, int local, int *out_rd, int *err_rd, char *err,
+                    size_t errlen);
+
+/* One of a rank's output pipes, cut into lines and written with the rank's prefix. */
+typedef struct {
+  int fd;             /* read end of the child's pipe; -1 once closed */
+  int dest;           /* STDOUT_FILENO or STDERR_FILENO */
+  const char *prefix; /* "[rank R] ", or "" with --no-prefix */
+  char *buf;          /* bytes read but not yet written: the start of an unfinished line */
+  size_t len, cap;
+} wr_stream;
+
+void wr_stream_init(wr_stream *s, int fd, int dest, const char *prefix);
+
+/* Reads what the pipe holds (call when poll() says it is readable) and writes every complete line.
+ * At end of file it writes the unfinished last line and closes the pipe. */
+void wr_stream_pump(wr_stream *s);
+
+/* Writes the unfinished last line, if any, and closes the pipe. */
+void wr_stream_close(wr_stream *s);
+
+#endif /* WEFT_TOOLS_WEFT_RUN_H_ */
