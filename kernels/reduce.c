@@ -4,7 +4,14 @@
  * (see kernels/BUILD). There is no `restrict`: dst may be exactly a or b (in place), so gcc emits
  * a runtime overlap check that takes the vector path in both the in-place and the disjoint case.
  *
- * VECTORIZATION_REPORT
+ * Checked with kernels/vec_report.sh (gcc 12.2, -O3, -fopt-info-vec-optimized on the preprocessed
+ * source so that each macro-generated loop gets its own line). With the SSE2 baseline, 34 of the
+ * 40 loops vectorize: every int8/uint8/int32/uint32, fp16, bf16, float32 and float64 op, and
+ * int64/uint64 sum. int64/uint64 prod, min and max stay scalar: SSE2 has no 64-bit lane multiply
+ * and no 64-bit compare (pcmpgtq is SSE4.2); gcc vectorizes min/max with -msse4.2 and all three
+ * with -mavx2, which we do not pass so that the library runs on any x86-64. fp16/bf16 vectorize
+ * because kernels/half.h converts with masks instead of branches (see there for why `?:` failed).
+ * kernels/avg.c: the float loops vectorize; the integer ones cannot (no SIMD integer division).
  */
 #include "kernels/reduce.h"
 

@@ -2,6 +2,8 @@
 // every dtype x op, in place and out of place, counts around every edge, compared exactly.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include "tests/collectives_mp/rank_body.h"
 #include "tests/harness/mp_harness.h"
 
@@ -83,5 +85,48 @@ TEST_P(AllReduceHuge, SixtyFourMebi) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceHuge, ::testing::Values(2, 4));
+
+}  // namespace
+
+namespace {
+
+// Several sockets per peer: large slices are cut into one part per socket, small ones rotate.
+TEST(AllReduceStriped, ThreeSocketsPerPeer) {
+  auto results = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_NSOCKS", "3", 1);
+        setenv("WEFT_SLICE_BYTES", "1M", 1);  // slices above the striping threshold
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        for (size_t count : {(size_t)1, (size_t)1000, (size_t)(1 << 20) + 7})
+          for (bool in_place : {false, true}) {
+            err = check_all_reduce(comm, WEFT_FLOAT32, WEFT_SUM, count, in_place);
+            if (err.empty()) err = check_broadcast(comm, WEFT_INT32, 1, count, in_place);
+            if (!err.empty()) return err;
+          }
+        weft_comm_destroy(comm);
+        return "";
+      },
+      120000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+TEST(AllReduceStriped, SocketCountThatDiffersAcrossRanksIsRefused) {
+  auto results = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_NSOCKS", rank == 0 ? "2" : "3", 1);
+        setenv("WEFT_CONNECT_TIMEOUT_MS", "3000", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        return err.empty() ? "init succeeded" : "ERR:" + err;
+      },
+      60000);
+  EXPECT_NE(results[0].message.find("WEFT_NSOCKS differs"), std::string::npos)
+      << mp_summary(results);
+  EXPECT_NE(results[1].message.find("ERR:"), std::string::npos) << mp_summary(results);
+}
 
 }  // namespace

@@ -22,8 +22,8 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   weft_config_t cfg;
   ASSERT_EQ(config_load(&cfg, fake_getenv, &env), WEFT_SUCCESS);
   EXPECT_EQ(cfg.timeout_ms, 30000);
-  EXPECT_EQ(cfg.nsocks, 2);
-  EXPECT_EQ(cfg.slice_bytes, 262144u);
+  EXPECT_EQ(cfg.nsocks, 1);
+  EXPECT_EQ(cfg.slice_bytes, 65536u);
   EXPECT_STREQ(cfg.socket_ifname, "");
 }
 
