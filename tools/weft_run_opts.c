@@ -152,8 +152,14 @@ int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen) {
   return WR_EXIT_OK;
 }
 
-/* Binds port 0 on `addr` and reads back the port the kernel chose. The port is free again when
- * the ranks start; as with torchrun, another process could take it in between. */
+/* Ports below Linux's default ephemeral range (32768-60999). A port the kernel hands out for
+ * bind(0) may be taken again at once by any process's listening socket (weft's own transports
+ * listen on such ports), so the master port is drawn from where the kernel does not allocate. */
+#define PORT_LOW 20000
+#define PORT_HIGH 32767
+
+/* Tries random ports in [PORT_LOW, PORT_HIGH], then falls back to one the kernel picks. The port
+ * is free again when the ranks start; as with torchrun, another process could take it in between. */
 static int pick_port(const char *addr, char *err, size_t errlen) {
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof(hints));
@@ -173,8 +179,22 @@ static int pick_port(const char *addr, char *err, size_t errlen) {
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+    unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+    for (int tries = 0; tries < 64; tries++) {
+      int candidate = tries < 63 ? PORT_LOW + (int)(rand_r(&seed) % (PORT_HIGH - PORT_LOW + 1)) : 0;
+      struct sockaddr_storage try_addr;
+      memcpy(&try_addr, ai->ai_addr, ai->ai_addrlen);
+      if (try_addr.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&try_addr)->sin6_port = htons((uint16_t)candidate);
+      else
+        ((struct sockaddr_in *)&try_addr)->sin_port = htons((uint16_t)candidate);
+      if (bind(fd, (struct sockaddr *)&try_addr, ai->ai_addrlen) == 0) break;
+      last_errno = errno;
+      if (errno != EADDRINUSE) break;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        (ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                  : ((struct sockaddr_in *)&ss)->sin_port) != 0) {
       port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     } else {

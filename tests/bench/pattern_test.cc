@@ -305,6 +305,24 @@ TEST_P(PatternTest, BroadcastDeliversTheRootsData) {
   }
 }
 
+// The fill loop steps its rotations instead of dividing: it must agree with the per-element
+// definition everywhere, past several wraps of every rotation.
+TEST_P(PatternTest, FillMatchesInput) {
+  weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
+  for (int op = 0; op < WEFT_NUM_OPS; op++) {
+    for (int n : kWorlds) {
+      for (int r = 0; r < n; r++) {
+        Inputs in = Generate(BENCH_ALL_REDUCE, dt, static_cast<weft_op_t>(op), n, 0, 64);
+        for (size_t i = 0; i < 64; i++) {
+          ASSERT_TRUE(bench_elem_equals(dt, in.bufs[r].data(), i, bench_pattern_input(&in.p, r, i)))
+              << Name(dt, bench_op_name(static_cast<weft_op_t>(op)), n) << " rank " << r << " i "
+              << i;
+        }
+      }
+    }
+  }
+}
+
 // The ranks' inputs differ, so a result built from the wrong rank or element shows.
 TEST_P(PatternTest, InputsVaryWithRankAndIndex) {
   weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());

@@ -158,6 +158,9 @@ bool Succeeded(const RankResult& r) {
 
 }  // namespace
 
+// Ports are drawn below Linux's default ephemeral range (32768-60999): a port the kernel hands out
+// for bind(0) can be taken again at once by a listening socket of a test running in parallel
+// (weft's transports listen on ephemeral ports), but the kernel never allocates these.
 int mp_free_port() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
@@ -165,12 +168,15 @@ int mp_free_port() {
   memset(&a, 0, sizeof(a));
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
   socklen_t len = sizeof(a);
   int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
+  unsigned seed = (unsigned)getpid() ^ (unsigned)time(nullptr) ^ (unsigned)clock();
+  for (int tries = 0; tries < 64 && port < 0; tries++) {
+    a.sin_port = htons(tries < 63 ? (uint16_t)(20000 + rand_r(&seed) % 12768) : 0);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+  }
   int saved = errno;
   close(fd);
   errno = saved;

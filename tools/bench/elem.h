@@ -1,5 +1,4 @@
-/* elem.h -- private to weft-bench: reads and writes one element of any dtype as an integer value.
- */
+/* elem.h -- private to weft-bench: one element of any dtype, read and written as an integer. */
 #ifndef WEFT_TOOLS_BENCH_ELEM_H_
 #define WEFT_TOOLS_BENCH_ELEM_H_
 

@@ -1,5 +1,4 @@
-/* half.h -- private to weft-bench: bit-exact fp16 and bfloat16 conversions (round to nearest even).
- */
+/* half.h -- private to weft-bench: bit-exact fp16/bf16 conversions, round to nearest even. */
 #ifndef WEFT_TOOLS_BENCH_HALF_H_
 #define WEFT_TOOLS_BENCH_HALF_H_
 

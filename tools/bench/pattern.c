@@ -57,6 +57,7 @@ void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtyp
   p->is_signed = bench_dtype_is_signed(dtype);
   p->bound = limits[d].exact / n;
   p->period = p->bound + 1 < n ? p->bound + 1 : n;
+  p->rank_sum = sum_mod(n, p->period);
   p->pow_max = limits[d].pow_max < n ? limits[d].pow_max : n;
   p->lo = limits[d].lo;
   p->span = (uint64_t)limits[d].hi - (uint64_t)limits[d].lo + 1;
@@ -100,36 +101,66 @@ static uint64_t range_base(const bench_pattern_t *p, uint64_t index) {
   return below(mix(index), p->span);
 }
 
-int64_t bench_pattern_input(const bench_pattern_t *p, int rank, uint64_t index) {
+/* Where rank `rank` sits in the rotations of element `index`: slot = (rank + index) mod n picks
+ * its part of the pattern, neg_slot = (rank + 2 index + 1) mod n its sign for prod. The loops below
+ * step a cursor instead of dividing for every element. */
+typedef struct {
+  uint64_t slot;
+  uint64_t neg_slot;
+} cursor_t;
+
+static cursor_t cursor_at(const bench_pattern_t *p, int rank, uint64_t index) {
   uint64_t n = (uint64_t)p->nranks;
-  uint64_t slot = ((uint64_t)rank + index) % n; /* rotates which rank plays which part */
+  uint64_t r = (uint64_t)rank % n, i = index % n;
+  cursor_t c = {(r + i) % n, (r + 2 * i + 1) % n};
+  return c;
+}
+
+static void cursor_step(const bench_pattern_t *p, cursor_t *c) {
+  uint64_t n = (uint64_t)p->nranks;
+  c->slot = c->slot + 1 == n ? 0 : c->slot + 1;
+  c->neg_slot += 2;
+  while (c->neg_slot >= n) c->neg_slot -= n;
+}
+
+static int64_t input_at(const bench_pattern_t *p, int rank, uint64_t index, cursor_t c) {
   switch (p->mode) {
-    case MODE_SUM:
-      return sum_base(p, index) + (int64_t)(slot % (uint64_t)p->period);
+    case MODE_SUM: {
+      uint64_t period = (uint64_t)p->period;
+      return sum_base(p, index) + (int64_t)(c.slot < period ? c.slot : c.slot % period);
+    }
     case MODE_AVG_FLOAT: {
       int64_t a = avg_base(p, index);
-      int pair = rank / 2;
       if (rank % 2 == 0 && rank == p->nranks - 1) return a; /* odd world: the last has no pair */
+      uint64_t pair = (uint64_t)(rank / 2);
       int64_t room = p->bound - (a < 0 ? -a : a);
-      int64_t k = (int64_t)((mix(index ^ 0x5bd1e995) + (uint64_t)pair) % (uint64_t)(room + 1));
+      int64_t k = (int64_t)below(mix(index ^ (pair * 0xd6e8feb86659fd93ull)), (uint64_t)room + 1);
       return rank % 2 == 0 ? a + k : a - k;
     }
     case MODE_PROD: {
-      int64_t x = (int64_t)slot < prod_twos(p, index) ? 2 : 1;
-      uint64_t neg_slot = ((uint64_t)rank + 2 * index + 1) % n;
-      return (int64_t)neg_slot < prod_negatives(p, index) ? -x : x;
+      int64_t x = (int64_t)c.slot < prod_twos(p, index) ? 2 : 1;
+      return (int64_t)c.neg_slot < prod_negatives(p, index) ? -x : x;
     }
-    default: /* MODE_RANGE */
-      return p->lo + (int64_t)((range_base(p, index) + slot) % p->span);
+    default: { /* MODE_RANGE */
+      uint64_t v = range_base(p, index) + c.slot;
+      if (v >= p->span) v -= p->span;
+      if (v >= p->span) v %= p->span; /* only when nranks > span */
+      return p->lo + (int64_t)v;
+    }
   }
 }
 
-int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index) {
+int64_t bench_pattern_input(const bench_pattern_t *p, int rank, uint64_t index) {
+  return input_at(p, rank, index, cursor_at(p, rank, index));
+}
+
+/* `root` is the root's cursor, used by broadcast only. */
+static int64_t expected_at(const bench_pattern_t *p, uint64_t index, cursor_t root) {
   int64_t n = p->nranks;
   switch (p->mode) {
     case MODE_SUM: {
       /* slot runs over 0..n-1 once whatever the index, so the rank parts always add up alike. */
-      int64_t sum = n * sum_base(p, index) + sum_mod(n, p->period);
+      int64_t sum = n * sum_base(p, index) + p->rank_sum;
       return p->op == WEFT_AVG ? sum / n : sum; /* C division truncates toward zero */
     }
     case MODE_AVG_FLOAT:
@@ -139,32 +170,39 @@ int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index) {
       return prod_negatives(p, index) % 2 ? -x : x;
     }
     default: { /* MODE_RANGE */
-      if (p->coll == BENCH_BROADCAST) return bench_pattern_input(p, p->root, index);
+      if (p->coll == BENCH_BROADCAST) return input_at(p, p->root, index, root);
       uint64_t base = range_base(p, index);
-      int wraps =
-          base + (uint64_t)(n - 1) >= p->span; /* then every value from 0 to span-1 occurs */
+      /* When base + n - 1 passes the end, every value from 0 to span-1 occurs. */
+      int wraps = base + (uint64_t)(n - 1) >= p->span;
       if (p->op == WEFT_MIN) return p->lo + (int64_t)(wraps ? 0 : base);
       return p->lo + (int64_t)(wraps ? p->span - 1 : base + (uint64_t)(n - 1));
     }
   }
 }
 
+int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index) {
+  return expected_at(p, index, cursor_at(p, p->root, index));
+}
+
 void bench_pattern_fill(const bench_pattern_t *p, int rank, void *buf, size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    bench_elem_store(p->dtype, buf, i, bench_pattern_input(p, rank, i));
+  cursor_t c = cursor_at(p, rank, 0);
+  for (size_t i = 0; i < count; i++, cursor_step(p, &c)) {
+    bench_elem_store(p->dtype, buf, i, input_at(p, rank, i, c));
   }
 }
 
 void bench_pattern_poison(const bench_pattern_t *p, void *buf, size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    bench_elem_poison(p->dtype, buf, i, bench_pattern_expected(p, i));
+  cursor_t root = cursor_at(p, p->root, 0);
+  for (size_t i = 0; i < count; i++, cursor_step(p, &root)) {
+    bench_elem_poison(p->dtype, buf, i, expected_at(p, i, root));
   }
 }
 
 size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t count) {
+  cursor_t root = cursor_at(p, p->root, 0);
   size_t wrong = 0;
-  for (size_t i = 0; i < count; i++) {
-    wrong += !bench_elem_equals(p->dtype, buf, i, bench_pattern_expected(p, i));
+  for (size_t i = 0; i < count; i++, cursor_step(p, &root)) {
+    wrong += !bench_elem_equals(p->dtype, buf, i, expected_at(p, i, root));
   }
   return wrong;
 }

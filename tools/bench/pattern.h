@@ -33,13 +33,14 @@ typedef struct {
   weft_op_t op;
   int nranks;
   int root;
-  int mode;       /* which of the shapes above */
-  int is_signed;  /* negative values allowed */
-  int64_t bound;  /* sum/avg: the largest |x| of one rank */
-  int64_t period; /* sum: P = min(nranks, bound + 1) */
-  int pow_max;    /* prod: the most factors of 2 */
-  int64_t lo;     /* min/max/broadcast: the smallest value */
-  uint64_t span;  /* min/max/broadcast: how many values from lo on */
+  int mode;         /* which of the shapes above */
+  int is_signed;    /* negative values allowed */
+  int64_t bound;    /* sum/avg: the largest |x| of one rank */
+  int64_t period;   /* sum: P = min(nranks, bound + 1) */
+  int64_t rank_sum; /* sum: what the (rank + index) mod P parts add up to */
+  int pow_max;      /* prod: the most factors of 2 */
+  int64_t lo;       /* min/max/broadcast: the smallest value */
+  uint64_t span;    /* min/max/broadcast: how many values from lo on */
 } bench_pattern_t;
 
 void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtype, weft_op_t op,
