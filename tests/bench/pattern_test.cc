@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tools/bench/elem.h"
-#include "tools/bench/half.h"
+#include "kernels/half.h"
 #include "tools/bench/types.h"
 
 namespace {
@@ -98,11 +98,11 @@ uint64_t Combine(weft_dtype_t dt, weft_op_t op, uint64_t a, uint64_t b) {
     case WEFT_UINT64:
       return IntOp<uint64_t>(op, a, b);
     case WEFT_FLOAT16:
-      return bench_half_from_float(
-          FloatOp(op, bench_half_to_float((uint16_t)a), bench_half_to_float((uint16_t)b)));
+      return kern_float_to_half(
+          FloatOp(op, kern_half_to_float((uint16_t)a), kern_half_to_float((uint16_t)b)));
     case WEFT_BFLOAT16:
-      return bench_bf16_from_float(
-          FloatOp(op, bench_bf16_to_float((uint16_t)a), bench_bf16_to_float((uint16_t)b)));
+      return kern_float_to_bf16(
+          FloatOp(op, kern_bf16_to_float((uint16_t)a), kern_bf16_to_float((uint16_t)b)));
     case WEFT_FLOAT32:
       return ToBits(FloatOp(op, FromBits<float>(a), FromBits<float>(b)));
     default:
@@ -126,9 +126,9 @@ uint64_t DivideBy(weft_dtype_t dt, uint64_t a, int n) {
     case WEFT_UINT64:
       return ToBits<uint64_t>(FromBits<uint64_t>(a) / static_cast<uint64_t>(n));
     case WEFT_FLOAT16:
-      return bench_half_from_float(bench_half_to_float((uint16_t)a) / n);
+      return kern_float_to_half(kern_half_to_float((uint16_t)a) / n);
     case WEFT_BFLOAT16:
-      return bench_bf16_from_float(bench_bf16_to_float((uint16_t)a) / n);
+      return kern_float_to_bf16(kern_bf16_to_float((uint16_t)a) / n);
     case WEFT_FLOAT32:
       return ToBits<float>(FromBits<float>(a) / static_cast<float>(n));
     default:

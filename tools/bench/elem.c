@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "tools/bench/half.h"
+#include "kernels/half.h"
 
 void bench_elem_store(weft_dtype_t dtype, void *buf, size_t i, int64_t v) {
   uint64_t u = (uint64_t)v; /* integer stores wrap: conversions to unsigned are defined */
@@ -21,10 +21,10 @@ void bench_elem_store(weft_dtype_t dtype, void *buf, size_t i, int64_t v) {
       ((uint64_t *)buf)[i] = u;
       break;
     case WEFT_FLOAT16:
-      ((uint16_t *)buf)[i] = bench_half_from_float((float)v);
+      ((uint16_t *)buf)[i] = kern_float_to_half((float)v);
       break;
     case WEFT_BFLOAT16:
-      ((uint16_t *)buf)[i] = bench_bf16_from_float((float)v);
+      ((uint16_t *)buf)[i] = kern_float_to_bf16((float)v);
       break;
     case WEFT_FLOAT32:
       ((float *)buf)[i] = (float)v;
@@ -97,9 +97,9 @@ double bench_elem_load(weft_dtype_t dtype, const void *buf, size_t i) {
     case WEFT_UINT64:
       return (double)((const uint64_t *)buf)[i];
     case WEFT_FLOAT16:
-      return bench_half_to_float(((const uint16_t *)buf)[i]);
+      return kern_half_to_float(((const uint16_t *)buf)[i]);
     case WEFT_BFLOAT16:
-      return bench_bf16_to_float(((const uint16_t *)buf)[i]);
+      return kern_bf16_to_float(((const uint16_t *)buf)[i]);
     case WEFT_FLOAT32:
       return ((const float *)buf)[i];
     case WEFT_FLOAT64:
