@@ -1,10 +1,12 @@
 /* collectives_api.c -- the public collective calls: argument checks, then schedule + executor. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "collectives/executor.h"
 #include "collectives/schedule.h"
 #include "comm/comm.h"
+#include "common/clock.h"
 
 /* Checks shared by every data-carrying collective; names the call and the bad argument. */
 static weft_result_t check_args(const weft_comm_t *c, const char *call, const void *sendbuf,
@@ -44,11 +46,19 @@ static weft_result_t check_args(const weft_comm_t *c, const char *call, const vo
 /* Runs one schedule and turns a failure into a failed communicator with a full message. */
 static weft_result_t run(weft_comm_t *c, const schedule_t *s, coll_desc_t *d, const void *sendbuf,
                          void *recvbuf) {
+  int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   weft_result_t res = exec_run(&c->exec, s, d, sendbuf, recvbuf);
   c->seq++;
+  if (c->config.debug >= 2)
+    fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d: %d ops, %.1f us, %s\n",
+            c->rank, coll_name(d->kind), (unsigned long long)d->seq, d->count,
+            weft_dtype_name(d->dtype), weft_op_name(d->op), d->root, s->nops,
+            (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
   if (res == WEFT_SUCCESS) return res;
   err_context(res, "rank %d: %s #%llu (count %zu, %s)", c->rank, coll_name(d->kind),
               (unsigned long long)d->seq, d->count, weft_dtype_name(d->dtype));
+  /* Printed too at WEFT_DEBUG >= 1: a failure on one rank explains the errors on the others. */
+  if (c->config.debug >= 1) fprintf(stderr, "weft: %s\n", err_last());
   return comm_fail(c, res);
 }
 

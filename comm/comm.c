@@ -117,6 +117,15 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
     WEFT_CHECK_GOTO(comm_get_conn(c, first, &unused), res, done);
     WEFT_CHECK_GOTO(comm_get_conn(c, second, &unused), res, done);
   }
+  if (c->config.debug >= 1) {
+    char where[NET_ADDR_STRLEN];
+    net_addr_str((const net_addr_t *)mine.addr, where, sizeof where);
+    fprintf(stderr,
+            "weft rank %d/%d: local rank %d/%d, tcp at %s (%d socket(s) per peer), slices of %zu "
+            "bytes, %d in flight, timeout %d ms\n",
+            c->rank, c->nranks, c->local_rank, c->local_size, where, c->config.nsocks,
+            c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms);
+  }
   res = WEFT_SUCCESS;
 done:
   free(all);

@@ -36,7 +36,7 @@ static const knob_t knobs[] = {
      "pipeline unit: each ring chunk moves in slices of this many bytes"},
     {"WEFT_SLICES_IN_FLIGHT", "4", KNOB_INT, 1, 64, KNOB_AT(slices_in_flight),
      "slices each step keeps posted ahead (staging buffers per peer)"},
-    {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 info, 2 trace (stderr)"},
+    {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 setup and failures, 2 every collective (stderr)"},
     {"WEFT_SOCKET_IFNAME", "", KNOB_STRING, 0, 0, KNOB_AT(socket_ifname),
      "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},
 };

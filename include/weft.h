@@ -7,6 +7,9 @@
  * operation. After a communication failure the communicator is marked failed and every later call
  * on it returns WEFT_ERR_COMM_FAILED with the original message: destroy or abort it.
  *
+ * Threads: a communicator is used by one thread at a time; different communicators are
+ * independent. weft_last_error() is per thread.
+ *
  * Buffers: `sendbuf` and `recvbuf` may be equal (in place). Counts are in elements of `dtype`.
  * Streams: every collective takes a weft_stream_t as its last argument, like NCCL's cudaStream_t.
  * Host buffers pass NULL; the call then returns when the operation is complete.

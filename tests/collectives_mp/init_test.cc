@@ -1,7 +1,9 @@
 // init_test.cc -- joining a job over IPv4, IPv6 and host names, through a tcp:// URL, and on the
 // interface WEFT_SOCKET_IFNAME picks; then a checked all-reduce proves the ranks really connected.
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -76,6 +78,38 @@ TEST(InitIfname, LoopbackByNameWorksAndAnUnknownNameIsReported) {
         return msg.find("nosuchif9") != std::string::npos ? "" : "message lacks the name: " + msg;
       },
       30000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Debug, LevelTwoPrintsSetupAndEveryCollective) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_DEBUG", "2", 1);
+        char path[] = "/tmp/weft-debug-XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0 || !freopen(path, "w", stderr)) return "cannot redirect stderr";
+        std::string err = join_and_reduce(rank, n, [&](weft_comm_t** c) {
+          return weft_comm_init(c, n, rank, "127.0.0.1", port);
+        });
+        fflush(stderr);
+        FILE* f = fopen(path, "r");
+        std::string text(4096, '\0');
+        text.resize(fread(&text[0], 1, text.size(), f));
+        fclose(f);
+        unlink(path);
+        if (!err.empty()) return err;
+        std::string setup = "weft rank " + std::to_string(rank) + "/2: local rank";
+        if (text.find(setup) == std::string::npos || text.find("all_reduce #0 count 1000") ==
+                                                         std::string::npos)
+          return "stderr lacks the debug lines: " + text;
+        return "";
+      },
+      60000);
   EXPECT_EQ(mp_summary(res), "");
 }
 
