@@ -148,7 +148,7 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
   if (port < 1 || port > 65535)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: master port %d is out of range 1..65535",
                     rank, port);
-  weft_comm_t *c;
+  weft_comm_t *c = NULL;
   WEFT_CHECK(comm_alloc(nranks, rank, &c));
   weft_result_t res = config_load(&c->config, NULL, NULL);
   if (res == WEFT_SUCCESS) {

@@ -220,7 +220,7 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
 static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_blob,
                                  conn_t **out) {
   tcp_transport_t *t = (tcp_transport_t *)base;
-  tcp_conn_t *c;
+  tcp_conn_t *c = NULL;
   WEFT_CHECK(conn_alloc(t, peer, &c));
   int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
   weft_result_t res = t->rank < peer ? connect_active(t, c, peer_blob, deadline)
