@@ -29,6 +29,8 @@ run //...
 sanitized=(//tests/common:all //tests/collectives:all //tests/kernels:all //tests/bootstrap:all
   //tests/errors:all //tests/harness:all)
 run --config=asan "${sanitized[@]}"
+# The multi-process collectives under ASan+UBSan, without the 1 Mi and 64 Mi element cases.
+run --config=asan //tests/collectives_mp:all --test_arg=--gtest_filter=-*Large*:*Huge*
 run --config=tsan //tests/bootstrap:all //tests/errors:all
 # The CPU-only build, even where the CUDA toolkit is installed.
 run --config=nocuda //tests/build:all //tests/errors:all
