@@ -14,6 +14,8 @@
 #include "common/error.h"
 
 weft_result_t chain_broadcast_build(schedule_t *s, int rank, int nranks, int root, size_t count) {
+  sched_init(s, count, count);
+  sched_ring_headers(s, rank, nranks);
   if (count == 0 || nranks == 1) return WEFT_SUCCESS;
   int pos = (rank - root + nranks) % nranks;
   int recv = -1;

@@ -48,14 +48,14 @@ typedef struct {
   exec_ctx_t *ctx;
   const schedule_t *s;
   const coll_desc_t *desc;
-  const char *sendbuf;
-  char *recvbuf;
+  char *bufs[SCHED_NUM_BUFS]; /* base of each sched_buf_t */
   size_t esize, slice_elems;
   int window;
   kern_reduce_fn reduce;
   op_state_t *states;
   stream_t *streams;
   int nstreams;
+  int *copies, ncopies; /* local copy ops, run as their dependencies allow */
   conn_t **conns;
   int nconns;
   unsigned char *hdr_out, *hdr_in, *token;
@@ -146,22 +146,28 @@ static weft_result_t setup(run_t *r) {
   r->states = calloc((size_t)s->nops + 1, sizeof *r->states);
   r->streams = calloc((size_t)s->nops + 2, sizeof *r->streams);
   r->conns = calloc((size_t)s->nops + 2, sizeof *r->conns);
-  if (!r->states || !r->streams || !r->conns) goto oom;
-  if (n > 1) {
-    /* The call description goes to the right neighbour first and comes from the left one. */
-    stream_for(r, (ctx->rank + 1) % n, 1)->hdr_pending = 1;
-    stream_for(r, (ctx->rank - 1 + n) % n, 0)->hdr_pending = 1;
-  }
+  r->copies = calloc((size_t)s->nops + 1, sizeof *r->copies);
+  if (!r->states || !r->streams || !r->conns || !r->copies) goto oom;
+  (void)n;
+  /* The call description goes first on its streams. */
+  if (s->hdr_to >= 0) stream_for(r, s->hdr_to, 1)->hdr_pending = 1;
+  if (s->hdr_from >= 0) stream_for(r, s->hdr_from, 0)->hdr_pending = 1;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
+    r->states[i].nslices =
+        is_token_kind(op->kind) ? 1 : (op->count + r->slice_elems - 1) / r->slice_elems;
+    if (op->kind == SCHED_COPY) {
+      r->copies[r->ncopies++] = i;
+      continue;
+    }
     stream_t *st = stream_for(r, op->peer, is_send_kind(op->kind));
     if (!st->ops) goto oom;
     st->ops[st->nops++] = i;
-    r->states[i].nslices =
-        is_token_kind(op->kind) ? 1 : (op->count + r->slice_elems - 1) / r->slice_elems;
   }
   size_t slot_bytes = r->slice_elems * r->esize;
-  size_t need = 2 * HDR_BYTES + 64;
+  /* Rounded up so the staging slots after it stay aligned for vector loads. */
+  size_t scratch_bytes = (s->buf_count[SCHED_SCRATCH] * r->esize + 63) & ~(size_t)63;
+  size_t need = 2 * HDR_BYTES + 64 + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     if (!r->streams[i].ops) goto oom;
     for (int k = 0; k < r->streams[i].nops; k++)
@@ -180,7 +186,8 @@ static weft_result_t setup(run_t *r) {
   r->hdr_out = p;
   r->hdr_in = p + HDR_BYTES;
   r->token = p + 2 * HDR_BYTES;
-  char *stage = (char *)p + 2 * HDR_BYTES + 64;
+  r->bufs[SCHED_SCRATCH] = (char *)p + 2 * HDR_BYTES + 64;
+  char *stage = r->bufs[SCHED_SCRATCH] + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
     for (int k = 0; k < st->nops; k++)
@@ -205,11 +212,10 @@ static void run_free(run_t *r) {
   free(r->states);
   free(r->streams);
   free(r->conns);
+  free(r->copies);
 }
 
-static char *buf_base(run_t *r, sched_buf_t b) {
-  return b == SCHED_SENDBUF ? (char *)r->sendbuf : r->recvbuf;
-}
+static char *buf_base(run_t *r, sched_buf_t b) { return r->bufs[b]; }
 
 /* Element range [first, first + n) of slice j of op. */
 static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *first, size_t *n) {
@@ -254,6 +260,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
       }
       case SCHED_SEND_TOKEN: WEFT_CHECK(t->post_send(st->conn, r->token, 1, &f->x)); break;
       case SCHED_RECV_TOKEN: WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x)); break;
+      case SCHED_COPY: return WEFT_ERR(WEFT_ERR_INTERNAL, "copy op %d on a stream", oi);
     }
     st->count++;
     *progressed = 1;
@@ -269,7 +276,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
 static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *stage) {
   size_t first, n;
   slice_range(r, op, j, &first, &n);
-  char *dst = r->recvbuf + (op->offset + first) * r->esize;
+  char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
   const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
   if (op->final && r->desc->op == WEFT_AVG)
     kern_reduce_avg_final(dst, local, stage, n, r->desc->dtype, r->ctx->nranks);
@@ -295,7 +302,26 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
   return WEFT_SUCCESS;
 }
 
+/* Local copies run as soon as the slices they copy are ready. */
+static void run_copies(run_t *r, int *progressed) {
+  for (int k = 0; k < r->ncopies; k++) {
+    int oi = r->copies[k];
+    const sched_op_t *op = &r->s->ops[oi];
+    op_state_t *st = &r->states[oi];
+    while (st->done < st->nslices && (op->dep < 0 || r->states[op->dep].done > st->done)) {
+      size_t first, n;
+      slice_range(r, op, st->done, &first, &n);
+      memcpy(buf_base(r, op->buf) + (op->offset + first) * r->esize,
+             buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize, n * r->esize);
+      st->done++;
+      *progressed = 1;
+    }
+  }
+}
+
 static int finished(const run_t *r) {
+  for (int k = 0; k < r->ncopies; k++)
+    if (r->states[r->copies[k]].done < r->states[r->copies[k]].nslices) return 0;
   for (int i = 0; i < r->nstreams; i++) {
     const stream_t *st = &r->streams[i];
     if (st->hdr_pending || st->count > 0 || st->cur < st->nops) return 0;
@@ -304,6 +330,8 @@ static int finished(const run_t *r) {
 }
 
 static weft_result_t wait_any(run_t *r, int timeout_ms) {
+  if (r->nconns == 0)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule stuck: local copies wait on nothing");
   /* One transport kind per call is the common case; mixed kinds take turns with short waits. */
   const transport_ops_t *ops = r->conns[0]->ops;
   int mixed = 0;
@@ -341,6 +369,7 @@ static weft_result_t run_loop(run_t *r) {
     for (int i = 0; i < r->nconns; i++)
       WEFT_CHECK(r->conns[i]->ops->progress(r->conns[i], &progressed));
     for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(retire(r, &r->streams[i], &progressed));
+    run_copies(r, &progressed);
     int64_t now = clock_now_ms();
     if (progressed) {
       last = now;
@@ -359,17 +388,17 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.ctx = ctx;
   r.s = s;
   r.desc = desc;
-  r.sendbuf = sendbuf;
-  r.recvbuf = recvbuf;
+  r.bufs[SCHED_SENDBUF] = (char *)sendbuf;
+  r.bufs[SCHED_RECVBUF] = recvbuf;
   r.esize = desc->kind == COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
   r.slice_elems = ctx->config->slice_bytes / r.esize;
   if (r.slice_elems == 0) r.slice_elems = 1;
   r.window = ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight
                                                         : MAX_WINDOW;
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
-  weft_result_t res = sched_validate(s, ctx->nranks, desc->count);
+  weft_result_t res = sched_validate(s, ctx->nranks);
   if (res == WEFT_SUCCESS) res = setup(&r);
-  if (res == WEFT_SUCCESS && r.nstreams > 0) res = run_loop(&r);
+  if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);
   run_free(&r);
   return res;
 }

@@ -32,6 +32,8 @@ static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, siz
 }
 
 weft_result_t ring_allreduce_build(schedule_t *s, int rank, int nranks, size_t count) {
+  sched_init(s, count, count);
+  sched_ring_headers(s, rank, nranks);
   int right = mod(rank + 1, nranks), left = mod(rank - 1, nranks);
   int prev_recv = -1; /* the receive whose chunk the next send forwards */
   for (int step = 0; step < 2 * (nranks - 1); step++) {

@@ -9,6 +9,8 @@
 #include "common/error.h"
 
 weft_result_t ring_barrier_build(schedule_t *s, int rank, int nranks) {
+  sched_init(s, 0, 0);
+  sched_ring_headers(s, rank, nranks);
   int prev = -1;
   for (int step = 0; step < nranks - 1; step++) {
     sched_op_t send = {.kind = SCHED_SEND_TOKEN, .peer = (rank + 1) % nranks, .dep = prev,

@@ -5,15 +5,27 @@
 
 #include "common/error.h"
 
-void sched_init(schedule_t *s) {
+void sched_init(schedule_t *s, size_t send_count, size_t recv_count) {
   s->ops = NULL;
   s->nops = 0;
   s->cap = 0;
+  s->buf_count[SCHED_SENDBUF] = send_count;
+  s->buf_count[SCHED_RECVBUF] = recv_count;
+  s->buf_count[SCHED_SCRATCH] = 0;
+  s->hdr_to = -1;
+  s->hdr_from = -1;
+}
+
+void sched_ring_headers(schedule_t *s, int rank, int nranks) {
+  if (nranks < 2) return;
+  s->hdr_to = (rank + 1) % nranks;
+  s->hdr_from = (rank - 1 + nranks) % nranks;
 }
 
 void sched_free(schedule_t *s) {
   free(s->ops);
-  sched_init(s);
+  s->ops = NULL;
+  s->nops = s->cap = 0;
 }
 
 int sched_add(schedule_t *s, const sched_op_t *op) {
@@ -38,16 +50,26 @@ void sched_chunk(size_t count, int nchunks, int c, size_t *offset, size_t *len) 
 
 static int is_token(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
 
-weft_result_t sched_validate(const schedule_t *s, int nranks, size_t count) {
+static int in_buffer(const schedule_t *s, sched_buf_t b, size_t offset, size_t count) {
+  return (unsigned)b < SCHED_NUM_BUFS && offset <= s->buf_count[b] &&
+         count <= s->buf_count[b] - offset;
+}
+
+weft_result_t sched_validate(const schedule_t *s, int nranks) {
+  if (s->hdr_to >= nranks || s->hdr_from >= nranks)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: call-description peer out of range");
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
-    if (op->peer < 0 || op->peer >= nranks)
+    if (op->kind != SCHED_COPY && (op->peer < 0 || op->peer >= nranks))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
-    if (!is_token(op->kind) && (op->count == 0 || op->offset + op->count > count))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: range [%zu, +%zu) outside count %zu", i,
-                      op->offset, op->count, count);
-    if (op->kind == SCHED_RECV_REDUCE && op->src_offset + op->count > count)
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside count", i);
+    if (!is_token(op->kind) && (op->count == 0 || !in_buffer(s, op->buf, op->offset, op->count)))
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
+                      op->offset, op->count, (int)op->buf,
+                      (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
+    if ((op->kind == SCHED_RECV_REDUCE || op->kind == SCHED_COPY) &&
+        !in_buffer(s, op->src_buf, op->src_offset, op->count))
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
     if (op->dep >= i)
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, op->dep);
     if (op->dep >= 0 && s->ops[op->dep].count != op->count)

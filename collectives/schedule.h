@@ -23,18 +23,25 @@ typedef enum {
   SCHED_RECV_REDUCE, /* receive from peer, then buf[offset+i] = src[src_offset+i] op incoming */
   SCHED_SEND_TOKEN,  /* send one byte that carries no data (barriers) */
   SCHED_RECV_TOKEN,
+  SCHED_COPY, /* local: buf[offset+i] = src[src_offset+i] (peer unused) */
 } sched_kind_t;
 
-/* The buffers an op may name: the caller's input and output. */
-typedef enum { SCHED_SENDBUF = 0, SCHED_RECVBUF = 1 } sched_buf_t;
+/* The buffers an op may name: the caller's input and output, and scratch memory the executor
+ * provides (for partial results that fit neither, e.g. a reduce-scatter's passing sums). */
+typedef enum {
+  SCHED_SENDBUF = 0,
+  SCHED_RECVBUF = 1,
+  SCHED_SCRATCH = 2,
+  SCHED_NUM_BUFS = 3
+} sched_buf_t;
 
 typedef struct {
   sched_kind_t kind;
   int peer;
-  sched_buf_t buf; /* SEND: source; RECV_*: destination */
+  sched_buf_t buf; /* SEND: source; RECV_*, COPY: destination */
   size_t offset;   /* in elements */
   size_t count;    /* in elements; tokens: 0 */
-  sched_buf_t src_buf; /* RECV_REDUCE: the local operand */
+  sched_buf_t src_buf; /* RECV_REDUCE: the local operand; COPY: the source */
   size_t src_offset;
   int dep;   /* index of an earlier op with the same count, slice-wise prerequisite; -1: none */
   int final; /* RECV_REDUCE: these elements are now fully reduced (WEFT_AVG divides here) */
@@ -44,22 +51,31 @@ typedef struct {
 typedef struct {
   sched_op_t *ops;
   int nops, cap;
+  size_t buf_count[SCHED_NUM_BUFS]; /* elements in each buffer; scratch is the executor's */
+  /* The peers this rank sends its call description to and checks one from (-1: none). Every
+   * pair of ranks that exchange data should be linked by these checks, directly or through a
+   * chain, so that ranks making different calls fail instead of exchanging garbage. */
+  int hdr_to, hdr_from;
 } schedule_t;
 
-void sched_init(schedule_t *s);
+/* An empty schedule over a send buffer of send_count and a receive buffer of recv_count
+ * elements, no scratch, no call-description exchange. */
+void sched_init(schedule_t *s, size_t send_count, size_t recv_count);
 void sched_free(schedule_t *s);
 /* Appends an op and returns its index, or -1 when out of memory. */
 int sched_add(schedule_t *s, const sched_op_t *op);
+/* Call descriptions go around the ring: to rank+1, from rank-1 (collectives over all ranks). */
+void sched_ring_headers(schedule_t *s, int rank, int nranks);
 /* Checks the invariants the executor relies on (peers in range, deps earlier and of equal count,
- * ranges inside `count`); WEFT_ERR_INTERNAL naming the op otherwise. */
-weft_result_t sched_validate(const schedule_t *s, int nranks, size_t count);
+ * ranges inside their buffers); WEFT_ERR_INTERNAL naming the op otherwise. */
+weft_result_t sched_validate(const schedule_t *s, int nranks);
 
 /* Element range of chunk `c` when `count` elements are cut into `nchunks` nearly equal chunks
  * (the first count % nchunks chunks get one more). */
 void sched_chunk(size_t count, int nchunks, int c, size_t *offset, size_t *len);
 
-/* The algorithms of this build; each lives in its own file. They return WEFT_ERR_NO_MEMORY or
- * WEFT_SUCCESS. */
+/* The algorithms of this build; each lives in its own file. A builder initializes `s` (free it
+ * with sched_free whatever the result) and returns WEFT_SUCCESS or WEFT_ERR_NO_MEMORY. */
 weft_result_t ring_allreduce_build(schedule_t *s, int rank, int nranks, size_t count);
 weft_result_t chain_broadcast_build(schedule_t *s, int rank, int nranks, int root, size_t count);
 weft_result_t ring_barrier_build(schedule_t *s, int rank, int nranks);

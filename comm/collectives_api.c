@@ -75,7 +75,6 @@ weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, 
     return WEFT_SUCCESS;
   }
   schedule_t s;
-  sched_init(&s);
   weft_result_t res = ring_allreduce_build(&s, comm->rank, comm->nranks, count);
   coll_desc_t d = {COLL_ALL_REDUCE, comm->seq, count, dtype, op, -1};
   if (res == WEFT_SUCCESS) res = run(comm, &s, &d, sendbuf, recvbuf);
@@ -98,7 +97,6 @@ weft_result_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, w
     return WEFT_SUCCESS;
   }
   schedule_t s;
-  sched_init(&s);
   weft_result_t res = chain_broadcast_build(&s, comm->rank, comm->nranks, root, count);
   coll_desc_t d = {COLL_BROADCAST, comm->seq, count, dtype, WEFT_SUM, root};
   /* The root forwards from recvbuf, which now holds its data, so sendbuf may be anything else. */
@@ -114,7 +112,6 @@ weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream) {
     return WEFT_SUCCESS;
   }
   schedule_t s;
-  sched_init(&s);
   weft_result_t res = ring_barrier_build(&s, comm->rank, comm->nranks);
   coll_desc_t d = {COLL_BARRIER, comm->seq, 0, WEFT_UINT8, WEFT_SUM, -1};
   if (res == WEFT_SUCCESS) res = run(comm, &s, &d, NULL, NULL);

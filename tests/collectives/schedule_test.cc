@@ -70,9 +70,8 @@ TEST_P(RingAllreduce, EveryRankEndsWithTheSum) {
   auto [p, count, in_place] = GetParam();
   std::vector<Rank> ranks(p);
   for (int r = 0; r < p; r++) {
-    sched_init(&ranks[r].s);
     ASSERT_EQ(ring_allreduce_build(&ranks[r].s, r, p, count), WEFT_SUCCESS);
-    ASSERT_EQ(sched_validate(&ranks[r].s, p, count), WEFT_SUCCESS) << err_last();
+    ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
     for (size_t i = 0; i < count; i++) ranks[r].sendbuf.push_back((int64_t)(1000 * r + i));
     ranks[r].recvbuf.assign(count, -7);
     if (in_place) ranks[r].recvbuf = ranks[r].sendbuf;
@@ -103,7 +102,6 @@ TEST(RingAllreduce, EachRankSendsTwiceItsShareOfTheBuffer) {
   const size_t count = 400;
   for (int r = 0; r < p; r++) {
     schedule_t s;
-    sched_init(&s);
     ASSERT_EQ(ring_allreduce_build(&s, r, p, count), WEFT_SUCCESS);
     size_t sent = 0, reduced_final = 0;
     for (int i = 0; i < s.nops; i++) {
@@ -123,9 +121,8 @@ TEST_P(ChainBroadcast, EveryRankGetsTheRootsData) {
   for (int root = 0; root < p; root++) {
     std::vector<Rank> ranks(p);
     for (int r = 0; r < p; r++) {
-      sched_init(&ranks[r].s);
       ASSERT_EQ(chain_broadcast_build(&ranks[r].s, r, p, root, count), WEFT_SUCCESS);
-      ASSERT_EQ(sched_validate(&ranks[r].s, p, count), WEFT_SUCCESS) << err_last();
+      ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
       ranks[r].recvbuf.assign(count, -1);
       ranks[r].sendbuf.assign(count, -2);
       if (r == root)
@@ -151,9 +148,8 @@ TEST(RingBarrier, EveryRankHearsFromEveryOther) {
   for (int p = 1; p <= 13; p++) {
     std::vector<Rank> ranks(p);
     for (int r = 0; r < p; r++) {
-      sched_init(&ranks[r].s);
       ASSERT_EQ(ring_barrier_build(&ranks[r].s, r, p), WEFT_SUCCESS);
-      ASSERT_EQ(sched_validate(&ranks[r].s, p, 0), WEFT_SUCCESS) << err_last();
+      ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
       ASSERT_EQ(ranks[r].s.nops, 2 * (p - 1));
     }
     simulate(ranks);
@@ -163,20 +159,20 @@ TEST(RingBarrier, EveryRankHearsFromEveryOther) {
 
 TEST(Schedule, ValidateRejectsBrokenSchedules) {
   schedule_t s;
-  sched_init(&s);
+  sched_init(&s, 10, 10);
   sched_op_t op = {SCHED_SEND, 5, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0};
   sched_add(&s, &op);
-  EXPECT_EQ(sched_validate(&s, 4, 10), WEFT_ERR_INTERNAL);
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
   EXPECT_NE(std::string(err_last()).find("peer 5 out of range"), std::string::npos) << err_last();
   s.ops[0].peer = 1;
   s.ops[0].offset = 8;
-  EXPECT_EQ(sched_validate(&s, 4, 10), WEFT_ERR_INTERNAL);
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
   s.ops[0].offset = 0;
-  EXPECT_EQ(sched_validate(&s, 4, 10), WEFT_SUCCESS);
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_SUCCESS);
   op.count = 3;
   op.dep = 0;
   sched_add(&s, &op);
-  EXPECT_EQ(sched_validate(&s, 4, 10), WEFT_ERR_INTERNAL);  // dependency of another length
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);  // dependency of another length
   sched_free(&s);
 }
 
