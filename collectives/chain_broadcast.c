@@ -10,10 +10,21 @@
  *
  * Cost with k slices of n/k bytes: (p-1+k-1) (alpha + n/k beta), which tends to n beta for
  * large n. Bus bandwidth (nccl-tests) = algbw. */
-#include "collectives/schedule.h"
+#include "collectives/algorithms.h"
 #include "common/error.h"
 
-weft_result_t chain_broadcast_build(schedule_t *s, int rank, int nranks, int root, size_t count) {
+#include <math.h>
+
+/* k = ceil(n / slice) slices, each crossing p-1 links one after another, the links busy at once. */
+double chain_broadcast_cost(const cost_model_t *m, int p, double n) {
+  if (p < 2 || n <= 0) return 0;
+  double k = ceil(n / m->slice_bytes);
+  return (p - 1 + k - 1) * (m->alpha + n / k * m->beta);
+}
+
+weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a) {
+  int rank = a->rank, nranks = a->nranks, root = a->root;
+  size_t count = a->count;
   sched_init(s, count, count);
   sched_ring_headers(s, rank, nranks);
   if (count == 0 || nranks == 1) return WEFT_SUCCESS;

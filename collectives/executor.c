@@ -61,34 +61,27 @@ typedef struct {
   unsigned char *hdr_out, *hdr_in, *token;
 } run_t;
 
-const char *coll_name(coll_kind_t kind) {
-  switch (kind) {
-    case COLL_ALL_REDUCE: return "all_reduce";
-    case COLL_BROADCAST: return "broadcast";
-    case COLL_BARRIER: return "barrier";
-  }
-  return "unknown collective";
-}
-
 static void hdr_encode(unsigned char *p, const coll_desc_t *d) {
   uint32_t w[4] = {HDR_MAGIC, (uint32_t)d->kind, (uint32_t)d->dtype, (uint32_t)d->op};
   uint64_t q[2] = {d->seq, (uint64_t)d->count};
-  int32_t root = d->root;
+  int32_t root = d->root, algo = (int32_t)d->algo;
   memcpy(p, w, sizeof w);
   memcpy(p + 16, q, sizeof q);
   memcpy(p + 32, &root, sizeof root);
-  memset(p + 36, 0, HDR_BYTES - 36);
+  memcpy(p + 36, &algo, sizeof algo);
 }
 
 static int hdr_decode(const unsigned char *p, coll_desc_t *d) {
   uint32_t w[4];
   uint64_t q[2];
-  int32_t root;
+  int32_t root, algo;
   memcpy(w, p, sizeof w);
   memcpy(q, p + 16, sizeof q);
   memcpy(&root, p + 32, sizeof root);
+  memcpy(&algo, p + 36, sizeof algo);
   if (w[0] != HDR_MAGIC) return 0;
-  d->kind = (coll_kind_t)w[1];
+  d->kind = (weft_coll_t)w[1];
+  d->algo = (weft_algo_t)algo;
   d->dtype = (weft_dtype_t)w[2];
   d->op = (weft_op_t)w[3];
   d->seq = q[0];
@@ -98,9 +91,9 @@ static int hdr_decode(const unsigned char *p, coll_desc_t *d) {
 }
 
 static void describe(const coll_desc_t *d, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s #%llu (count %zu, %s, %s, root %d)", coll_name(d->kind),
+  snprintf(buf, cap, "%s #%llu (count %zu, %s, %s, root %d, %s)", weft_coll_name(d->kind),
            (unsigned long long)d->seq, d->count, weft_dtype_name(d->dtype), weft_op_name(d->op),
-           d->root);
+           d->root, weft_algo_name(d->algo));
 }
 
 static weft_result_t check_header(run_t *r, int peer) {
@@ -110,14 +103,16 @@ static weft_result_t check_header(run_t *r, int peer) {
     return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent bytes that are not a call description "
                     "(the previous collective probably failed there)", peer);
   if (theirs.kind == mine->kind && theirs.seq == mine->seq && theirs.count == mine->count &&
-      theirs.dtype == mine->dtype && theirs.op == mine->op && theirs.root == mine->root)
+      theirs.dtype == mine->dtype && theirs.op == mine->op && theirs.root == mine->root &&
+      theirs.algo == mine->algo)
     return WEFT_SUCCESS;
   char a[160], b[160];
   describe(&theirs, a, sizeof a);
   describe(mine, b, sizeof b);
   return WEFT_ERR(WEFT_ERR_MISMATCH,
                   "rank %d called %s but this rank called %s: every rank must make the same "
-                  "calls with the same count, dtype, op and root",
+                  "calls with the same count, dtype, op and root (and algorithm: WEFT_ALGO must "
+                  "agree)",
                   peer, a, b);
 }
 
@@ -390,7 +385,7 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.desc = desc;
   r.bufs[SCHED_SENDBUF] = (char *)sendbuf;
   r.bufs[SCHED_RECVBUF] = recvbuf;
-  r.esize = desc->kind == COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
+  r.esize = desc->kind == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
   r.slice_elems = ctx->config->slice_bytes / r.esize;
   if (r.slice_elems == 0) r.slice_elems = 1;
   r.window = ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight

@@ -22,14 +22,11 @@
 extern "C" {
 #endif
 
-typedef enum { COLL_ALL_REDUCE = 1, COLL_BROADCAST = 2, COLL_BARRIER = 3 } coll_kind_t;
-
-const char *coll_name(coll_kind_t kind);
-
 /* What every rank must agree on; travels in the header. */
 typedef struct {
-  coll_kind_t kind;
-  uint64_t seq; /* collectives called on this communicator before this one */
+  weft_coll_t kind;
+  weft_algo_t algo; /* the algorithm chosen: ranks that chose differently must not exchange data */
+  uint64_t seq; /* collectives (or, for send/recv, messages with this peer) before this one */
   size_t count;
   weft_dtype_t dtype;
   weft_op_t op; /* WEFT_SUM where the collective has none */

@@ -17,7 +17,7 @@
  * Cost (alpha: latency per message, beta: time per byte, gamma: reduction time per byte, n bytes):
  *   2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
  * Bus bandwidth (nccl-tests) = algbw * 2(p-1)/p: each rank sends and receives 2(p-1)/p n bytes. */
-#include "collectives/schedule.h"
+#include "collectives/algorithms.h"
 #include "common/error.h"
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
@@ -31,7 +31,13 @@ static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, siz
   return idx < 0 ? -2 : idx;
 }
 
-weft_result_t ring_allreduce_build(schedule_t *s, int rank, int nranks, size_t count) {
+double ring_allreduce_cost(const cost_model_t *m, int p, double n) {
+  return 2.0 * (p - 1) * m->alpha + 2.0 * (p - 1) / p * n * m->beta + (double)(p - 1) / p * n * m->gamma;
+}
+
+weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a) {
+  int rank = a->rank, nranks = a->nranks;
+  size_t count = a->count;
   sched_init(s, count, count);
   sched_ring_headers(s, rank, nranks);
   int right = mod(rank + 1, nranks), left = mod(rank - 1, nranks);

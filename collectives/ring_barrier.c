@@ -5,10 +5,16 @@
  * entered the barrier, so after p-1 steps every rank has heard, transitively, from all others.
  * (The executor's header exchange with the ring neighbours comes first and also checks that every
  * rank called barrier.) Cost: (p-1) alpha. A dissemination barrier does it in log2(p) steps. */
-#include "collectives/schedule.h"
+#include "collectives/algorithms.h"
 #include "common/error.h"
 
-weft_result_t ring_barrier_build(schedule_t *s, int rank, int nranks) {
+double ring_barrier_cost(const cost_model_t *m, int p, double n) {
+  (void)n;
+  return p * m->alpha; /* p-1 token steps plus the call-description exchange */
+}
+
+weft_result_t ring_barrier_build(schedule_t *s, const sched_args_t *a) {
+  int rank = a->rank, nranks = a->nranks;
   sched_init(s, 0, 0);
   sched_ring_headers(s, rank, nranks);
   int prev = -1;

@@ -1,120 +1,227 @@
-/* collectives_api.c -- the public collective calls: argument checks, then schedule + executor. */
+/* collectives_api.c -- every public operation goes through comm_call(): argument checks, the
+ * algorithm choice, the schedule from the algorithm's builder, then the executor. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "collectives/algo_select.h"
 #include "collectives/executor.h"
-#include "collectives/schedule.h"
 #include "comm/comm.h"
 #include "common/clock.h"
 
-/* Checks shared by every data-carrying collective; names the call and the bad argument. */
-static weft_result_t check_args(const weft_comm_t *c, const char *call, const void *sendbuf,
-                                const void *recvbuf, size_t count, weft_dtype_t dtype,
-                                int need_sendbuf, weft_stream_t stream) {
+static int is_reducing(weft_coll_t c) {
+  return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
+}
+
+static int is_rooted(weft_coll_t c) {
+  return c == WEFT_COLL_BROADCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_SEND ||
+         c == WEFT_COLL_RECV;
+}
+
+/* Buffer sizes (elements) and which buffers this rank must pass, per weft.h. */
+typedef struct {
+  size_t send_count, recv_count;
+  int needs_send, needs_recv;
+  int in_place;
+} call_shape_t;
+
+static void shape_of(const weft_comm_t *c, const weft_call_t *k, size_t esize, call_shape_t *sh) {
+  size_t n = k->count, p = (size_t)c->nranks, me = (size_t)c->rank;
+  int root = c->rank == k->root;
+  const char *sb = k->sendbuf, *rb = k->recvbuf;
+  *sh = (call_shape_t){n, n, 1, 1, sb == rb};
+  switch (k->coll) {
+    case WEFT_COLL_ALL_REDUCE: break;
+    case WEFT_COLL_BROADCAST: sh->needs_send = root; break;
+    case WEFT_COLL_REDUCE: sh->needs_recv = root; break;
+    case WEFT_COLL_ALL_GATHER:
+      sh->recv_count = n * p;
+      sh->in_place = rb && sb == rb + me * n * esize;
+      break;
+    case WEFT_COLL_REDUCE_SCATTER:
+      sh->send_count = n * p;
+      sh->in_place = sb && rb == sb + me * n * esize;
+      break;
+    case WEFT_COLL_BARRIER: *sh = (call_shape_t){0, 0, 0, 0, 0}; break;
+    case WEFT_COLL_SEND: *sh = (call_shape_t){n, 0, 1, 0, 0}; break;
+    case WEFT_COLL_RECV: *sh = (call_shape_t){0, n, 0, 1, 0}; break;
+    default: break;
+  }
+}
+
+static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call_shape_t *sh) {
   WEFT_CHECK(comm_check_usable(c));
-  size_t esize = weft_dtype_size(dtype);
+  if (!k) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", c->rank);
+  if ((unsigned)k->coll >= WEFT_NUM_COLLS)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: unknown collective %d", c->rank,
+                    (int)k->coll);
+  const char *name = weft_coll_name(k->coll);
+  int rank = c->rank;
+  if (k->coll == WEFT_COLL_BARRIER) {
+    *sh = (call_shape_t){0, 0, 0, 0, 0};
+    return WEFT_SUCCESS;
+  }
+  size_t esize = weft_dtype_size(k->dtype);
   if (esize == 0)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown dtype %d (valid: 0..%d)",
-                    c->rank, call, (int)dtype, WEFT_NUM_DTYPES - 1);
-  if (stream)
-    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
-                    "rank %d: %s: a stream was given but this build handles host buffers only "
-                    "(pass NULL)",
-                    c->rank, call);
-  if (count > SIZE_MAX / esize)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: count %zu overflows", c->rank, call,
-                    count);
-  if (count == 0) return WEFT_SUCCESS;
-  if (need_sendbuf && !sendbuf)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: sendbuf is NULL (count %zu)", c->rank,
-                    call, count);
-  if (!recvbuf)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: recvbuf is NULL (count %zu)", c->rank,
-                    call, count);
-  if (need_sendbuf && sendbuf != recvbuf) {
-    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, n = count * esize;
-    if (s < r + n && r < s + n)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown dtype %d (valid: 0..%d)", rank,
+                    name, (int)k->dtype, WEFT_NUM_DTYPES - 1);
+  if (is_reducing(k->coll) && (unsigned)k->op >= WEFT_NUM_OPS)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: unknown op %d (valid: 0..%d: sum prod min max avg)", rank, name,
+                    (int)k->op, WEFT_NUM_OPS - 1);
+  if ((unsigned)k->algo >= WEFT_NUM_ALGOS)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown algorithm %d", rank, name,
+                    (int)k->algo);
+  if (is_rooted(k->coll) && (k->root < 0 || k->root >= c->nranks))
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: %s %d is out of range for a world of size %d", rank, name,
+                    k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV ? "peer" : "root",
+                    k->root, c->nranks);
+  if ((k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) && k->root == rank)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s to itself", rank, name);
+  if (k->count > SIZE_MAX / esize / (size_t)c->nranks)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: count %zu overflows", rank, name,
+                    k->count);
+  shape_of(c, k, esize, sh);
+  if (k->count == 0) return WEFT_SUCCESS;
+  if (sh->needs_send && !k->sendbuf)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: sendbuf is NULL (count %zu)", rank,
+                    name, k->count);
+  if (sh->needs_recv && !k->recvbuf)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: recvbuf is NULL (count %zu)", rank,
+                    name, k->count);
+  if (sh->needs_send && sh->needs_recv && !sh->in_place) {
+    uintptr_t s = (uintptr_t)k->sendbuf, r = (uintptr_t)k->recvbuf;
+    uintptr_t sn = sh->send_count * esize, rn = sh->recv_count * esize;
+    if (s < r + rn && r < s + sn)
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                      "rank %d: %s: sendbuf and recvbuf overlap without being equal (in place "
-                      "means sendbuf == recvbuf)",
-                      c->rank, call);
+                      "rank %d: %s: sendbuf and recvbuf overlap without being in place (see "
+                      "weft.h for this collective's in-place layout)",
+                      rank, name);
   }
   return WEFT_SUCCESS;
 }
 
-/* Runs one schedule and turns a failure into a failed communicator with a full message. */
-static weft_result_t run(weft_comm_t *c, const schedule_t *s, coll_desc_t *d, const void *sendbuf,
-                         void *recvbuf) {
+/* One rank: nothing travels; the output is the input (avg over one rank included). */
+static void run_alone(const weft_call_t *k, const call_shape_t *sh, size_t esize) {
+  if (k->coll != WEFT_COLL_BARRIER && !sh->in_place && k->count)
+    memmove(k->recvbuf, k->sendbuf, k->count * esize);
+}
+
+/* The sequence number that travels in the call description: collectives count calls on the
+ * communicator; send and recv count messages between the two ranks only, since the others take
+ * no part. */
+static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
+  if (k->coll == WEFT_COLL_SEND) return &c->sent_to[k->root];
+  if (k->coll == WEFT_COLL_RECV) return &c->recv_from[k->root];
+  return &c->seq;
+}
+
+weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
+  call_shape_t sh = {0, 0, 0, 0, 0};
+  WEFT_CHECK(check_call(c, k, &sh));
+  size_t esize = k->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(k->dtype);
+  uint64_t *seq = seq_counter(c, k);
+  if (c->nranks == 1) {
+    run_alone(k, &sh, esize);
+    (*seq)++;
+    return WEFT_SUCCESS;
+  }
+  /* The root of a broadcast forwards from its output, which now holds the data. */
+  const void *sendbuf = k->sendbuf;
+  if (k->coll == WEFT_COLL_BROADCAST) {
+    if (c->rank == k->root && !sh.in_place && k->count)
+      memcpy(k->recvbuf, k->sendbuf, k->count * esize);
+    sendbuf = k->recvbuf;
+  }
+  double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh.recv_count : sh.send_count) *
+                 (double)esize;
+  if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
+    bytes = (double)k->count * (double)esize;
+  const algo_entry_t *algo;
+  weft_result_t res = algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes,
+                                  &algo);
+  if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
+  sched_args_t args = {k->coll, c->rank, c->nranks, k->count, k->root, sh.in_place};
+  coll_desc_t d = {k->coll, algo->algo, *seq, k->count, k->dtype,
+                   is_reducing(k->coll) ? k->op : WEFT_SUM, is_rooted(k->coll) ? k->root : -1};
+  schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
-  weft_result_t res = exec_run(&c->exec, s, d, sendbuf, recvbuf);
-  c->seq++;
+  res = algo->build(&s, &args);
+  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, sendbuf, k->recvbuf);
+  (*seq)++;
   if (c->config.debug >= 2)
-    fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d: %d ops, %.1f us, %s\n",
-            c->rank, coll_name(d->kind), (unsigned long long)d->seq, d->count,
-            weft_dtype_name(d->dtype), weft_op_name(d->op), d->root, s->nops,
+    fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
+            c->rank, weft_coll_name(d.kind), (unsigned long long)d.seq, d.count,
+            weft_dtype_name(d.dtype), weft_op_name(d.op), d.root, weft_algo_name(d.algo), s.nops,
             (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
+  sched_free(&s);
   if (res == WEFT_SUCCESS) return res;
-  err_context(res, "rank %d: %s #%llu (count %zu, %s)", c->rank, coll_name(d->kind),
-              (unsigned long long)d->seq, d->count, weft_dtype_name(d->dtype));
+  err_context(res, "rank %d: %s #%llu (count %zu, %s, %s)", c->rank, weft_coll_name(d.kind),
+              (unsigned long long)d.seq, d.count, weft_dtype_name(d.dtype),
+              weft_algo_name(d.algo));
   /* Printed too at WEFT_DEBUG >= 1: a failure on one rank explains the errors on the others. */
   if (c->config.debug >= 1) fprintf(stderr, "weft: %s\n", err_last());
   return comm_fail(c, res);
 }
 
+weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream) {
+  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
+  if (stream)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "rank %d: %s: a stream was given but this build handles host buffers only "
+                    "(pass NULL)",
+                    comm->rank, call ? weft_coll_name(call->coll) : "call");
+  return comm_submit(comm, call);
+}
+
 weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               weft_op_t op, weft_comm_t *comm, weft_stream_t stream) {
-  WEFT_CHECK(check_args(comm, "all_reduce", sendbuf, recvbuf, count, dtype, 1, stream));
-  if ((unsigned)op >= WEFT_NUM_OPS)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "rank %d: all_reduce: unknown op %d (valid: 0..%d: sum prod min max avg)",
-                    comm->rank, (int)op, WEFT_NUM_OPS - 1);
-  if (comm->nranks == 1) {
-    if (sendbuf != recvbuf && count) memmove(recvbuf, sendbuf, count * weft_dtype_size(dtype));
-    comm->seq++;
-    return WEFT_SUCCESS;
-  }
-  schedule_t s;
-  weft_result_t res = ring_allreduce_build(&s, comm->rank, comm->nranks, count);
-  coll_desc_t d = {COLL_ALL_REDUCE, comm->seq, count, dtype, op, -1};
-  if (res == WEFT_SUCCESS) res = run(comm, &s, &d, sendbuf, recvbuf);
-  sched_free(&s);
-  return res;
+  weft_call_t k = {WEFT_COLL_ALL_REDUCE, sendbuf, recvbuf, count, dtype, op, -1, WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                              int root, weft_comm_t *comm, weft_stream_t stream) {
-  int is_root = comm && comm->rank == root;
-  WEFT_CHECK(check_args(comm, "broadcast", sendbuf, recvbuf, count, dtype, is_root, stream));
-  if (root < 0 || root >= comm->nranks)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "rank %d: broadcast: root %d is out of range for a world of size %d",
-                    comm->rank, root, comm->nranks);
-  if (is_root && sendbuf != recvbuf && count)
-    memcpy(recvbuf, sendbuf, count * weft_dtype_size(dtype));
-  if (comm->nranks == 1) {
-    comm->seq++;
-    return WEFT_SUCCESS;
-  }
-  schedule_t s;
-  weft_result_t res = chain_broadcast_build(&s, comm->rank, comm->nranks, root, count);
-  coll_desc_t d = {COLL_BROADCAST, comm->seq, count, dtype, WEFT_SUM, root};
-  /* The root forwards from recvbuf, which now holds its data, so sendbuf may be anything else. */
-  if (res == WEFT_SUCCESS) res = run(comm, &s, &d, recvbuf, recvbuf);
-  sched_free(&s);
-  return res;
+  weft_call_t k = {WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                          weft_op_t op, int root, weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_all_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                              weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_ALL_GATHER, sendbuf, recvbuf, sendcount, dtype, WEFT_SUM, -1,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                  weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+                                  weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream) {
-  WEFT_CHECK(check_args(comm, "barrier", NULL, NULL, 0, WEFT_UINT8, 0, stream));
-  if (comm->nranks == 1) {
-    comm->seq++;
-    return WEFT_SUCCESS;
-  }
-  schedule_t s;
-  weft_result_t res = ring_barrier_build(&s, comm->rank, comm->nranks);
-  coll_desc_t d = {COLL_BARRIER, comm->seq, 0, WEFT_UINT8, WEFT_SUM, -1};
-  if (res == WEFT_SUCCESS) res = run(comm, &s, &d, NULL, NULL);
-  sched_free(&s);
-  return res;
+  weft_call_t k = {WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, -1, WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
+                        weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_SEND, buf, NULL, count, dtype, WEFT_SUM, peer, WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                        weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_RECV, NULL, buf, count, dtype, WEFT_SUM, peer, WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
 }

@@ -17,7 +17,12 @@ static weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   c->local_rank = -1;
   c->local_size = -1;
   c->conns = calloc((size_t)nranks, sizeof *c->conns);
-  if (!c->conns) {
+  c->sent_to = calloc((size_t)nranks, sizeof *c->sent_to);
+  c->recv_from = calloc((size_t)nranks, sizeof *c->recv_from);
+  if (!c->conns || !c->sent_to || !c->recv_from) {
+    free(c->conns);
+    free(c->sent_to);
+    free(c->recv_from);
     free(c);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
   }
@@ -33,6 +38,8 @@ static void comm_free(weft_comm_t *c, int abortive) {
   exec_ctx_release(&c->exec);
   free(c->peer_addrs);
   free(c->conns);
+  free(c->sent_to);
+  free(c->recv_from);
   free(c);
 }
 
@@ -117,14 +124,17 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
     WEFT_CHECK_GOTO(comm_get_conn(c, first, &unused), res, done);
     WEFT_CHECK_GOTO(comm_get_conn(c, second, &unused), res, done);
   }
+  WEFT_CHECK_GOTO(cost_model_measure(c), res, done);
   if (c->config.debug >= 1) {
     char where[NET_ADDR_STRLEN];
     net_addr_str((const net_addr_t *)mine.addr, where, sizeof where);
     fprintf(stderr,
             "weft rank %d/%d: local rank %d/%d, tcp at %s (%d socket(s) per peer), slices of %zu "
-            "bytes, %d in flight, timeout %d ms\n",
+            "bytes, %d in flight, timeout %d ms; cost model alpha %.2f us, beta %.3f ns/B, gamma "
+            "%.3f ns/B\n",
             c->rank, c->nranks, c->local_rank, c->local_size, where, c->config.nsocks,
-            c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms);
+            c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
+            c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);
   }
   res = WEFT_SUCCESS;
 done:
@@ -151,6 +161,8 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
   weft_comm_t *c = NULL;
   WEFT_CHECK(comm_alloc(nranks, rank, &c));
   weft_result_t res = config_load(&c->config, NULL, NULL);
+  if (res == WEFT_SUCCESS) res = algo_policy_parse(c->config.algo, &c->algo_policy);
+  if (res == WEFT_SUCCESS) res = cost_model_init(c);
   if (res == WEFT_SUCCESS) {
     c->local_rank = local_rank;
     c->local_size = local_size;

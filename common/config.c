@@ -13,12 +13,13 @@ typedef struct {
   const char *name;
   const char *default_value;
   knob_kind_t kind;
-  long long min, max;
-  size_t offset; /* where the value lives in weft_config_t */
+  long long min, max; /* strings: max is the buffer size */
+  size_t offset;      /* where the value lives in weft_config_t */
   const char *description;
 } knob_t;
 
 #define KNOB_AT(field) offsetof(weft_config_t, field)
+#define STRING_KNOB(field) KNOB_STRING, 0, sizeof(((weft_config_t *)0)->field), KNOB_AT(field)
 
 /* Defaults: 30 s without progress is Gloo's default and long enough for a 1 GiB message on a slow
  * link. One socket per peer and 64 KiB slices gave the best loopback all-reduce in weft-bench on a
@@ -37,8 +38,17 @@ static const knob_t knobs[] = {
     {"WEFT_SLICES_IN_FLIGHT", "4", KNOB_INT, 1, 64, KNOB_AT(slices_in_flight),
      "slices each step keeps posted ahead (staging buffers per peer)"},
     {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 setup and failures, 2 every collective (stderr)"},
-    {"WEFT_SOCKET_IFNAME", "", KNOB_STRING, 0, 0, KNOB_AT(socket_ifname),
+    {"WEFT_SOCKET_IFNAME", "", STRING_KNOB(socket_ifname),
      "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},
+    {"WEFT_ALGO", "auto", STRING_KNOB(algo),
+     "algorithm for every call (ring, tree, ...) or per collective: all_reduce=tree,broadcast=ring"},
+    {"WEFT_TUNE_FILE", "", STRING_KNOB(tune_file),
+     "cost model (alpha, beta, gamma) written by weft-bench --tune; empty: measured at init"},
+    {"WEFT_TRACE", "", STRING_KNOB(trace),
+     "write a Chrome trace of every step: rank N writes PATH.rankN.json (weft-run merges them)"},
+    /* About 64 bytes an event: the default caps a rank's trace buffer near 64 MiB. */
+    {"WEFT_TRACE_MAX_EVENTS", "1000000", KNOB_INT, 1, 100000000, KNOB_AT(trace_max_events),
+     "events each rank's trace keeps; later ones are dropped and the file says how many"},
 };
 
 enum { NUM_KNOBS = sizeof knobs / sizeof knobs[0] };
@@ -51,7 +61,7 @@ static const char *process_getenv(void *ctx, const char *name) {
 static weft_result_t parse_knob(const knob_t *k, const char *text, weft_config_t *cfg) {
   char *base = (char *)cfg + k->offset;
   if (k->kind == KNOB_STRING) {
-    size_t cap = sizeof cfg->socket_ifname;
+    size_t cap = (size_t)k->max;
     if (strlen(text) >= cap)
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s is longer than %zu characters", k->name,
                       cap - 1);

@@ -23,6 +23,10 @@ typedef struct {
   int slices_in_flight;   /* WEFT_SLICES_IN_FLIGHT: slices posted ahead per step (staging depth) */
   int debug;              /* WEFT_DEBUG: 0 quiet, 1 info, 2 trace */
   char socket_ifname[128]; /* WEFT_SOCKET_IFNAME: interfaces to advertise (NCCL syntax) */
+  char trace[1024];        /* WEFT_TRACE: per-rank Chrome trace files start with this; "" = off */
+  int trace_max_events;    /* WEFT_TRACE_MAX_EVENTS: events kept per rank, the rest dropped */
+  char algo[256];          /* WEFT_ALGO: "ring" or "all_reduce=tree,broadcast=ring" */
+  char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
 } weft_config_t;
 
 typedef const char *(*config_getenv_fn)(void *ctx, const char *name);

@@ -81,6 +81,34 @@ typedef void *weft_stream_t;
 /* Features compiled into this build, as returned by weft_build_features(). */
 #define WEFT_FEATURE_CUDA 0x1
 
+/* The operations a communicator offers (weft_call() takes any of them). */
+typedef enum {
+  WEFT_COLL_ALL_REDUCE = 0,
+  WEFT_COLL_BROADCAST = 1,
+  WEFT_COLL_REDUCE = 2,
+  WEFT_COLL_ALL_GATHER = 3,
+  WEFT_COLL_REDUCE_SCATTER = 4,
+  WEFT_COLL_BARRIER = 5,
+  WEFT_COLL_SEND = 6,
+  WEFT_COLL_RECV = 7,
+  WEFT_NUM_COLLS = 8
+} weft_coll_t;
+
+/* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
+ * others force one, where the collective has it (weft_algo_supported()). The environment
+ * variable WEFT_ALGO does the same for every call: "ring", or per collective
+ * "all_reduce=tree,broadcast=ring". */
+typedef enum {
+  WEFT_ALGO_AUTO = 0,
+  WEFT_ALGO_RING = 1,               /* all_reduce, reduce_scatter, all_gather; chain for rooted */
+  WEFT_ALGO_TREE = 2,               /* pipelined binary tree: broadcast, reduce, all_reduce */
+  WEFT_ALGO_DOUBLE_TREE = 3,        /* all_reduce over two complementary trees */
+  WEFT_ALGO_RECURSIVE_DOUBLING = 4, /* all_reduce, all_gather: log2(p) steps, small messages */
+  WEFT_ALGO_RABENSEIFNER = 5,       /* all_reduce (and reduce_scatter): recursive halving+doubling */
+  WEFT_ALGO_DISSEMINATION = 6,      /* barrier in ceil(log2(p)) rounds */
+  WEFT_NUM_ALGOS = 7
+} weft_algo_t;
+
 /* ---- Library ---------------------------------------------------------------------------- */
 
 /* WEFT_VERSION_CODE of the library that is linked (may differ from the header's). */
@@ -91,6 +119,12 @@ unsigned weft_build_features(void);
 const char *weft_result_string(weft_result_t result);
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */
 const char *weft_last_error(void);
+const char *weft_coll_name(weft_coll_t coll);
+/* "ring", "tree", ...; weft_algo_from_name returns WEFT_NUM_ALGOS for an unknown name. */
+const char *weft_algo_name(weft_algo_t algo);
+weft_algo_t weft_algo_from_name(const char *name);
+/* 1 if `coll` can run with `algo` (WEFT_ALGO_AUTO: always). */
+int weft_algo_supported(weft_coll_t coll, weft_algo_t algo);
 /* Element size in bytes, or 0 for an unknown dtype. */
 size_t weft_dtype_size(weft_dtype_t dtype);
 const char *weft_dtype_name(weft_dtype_t dtype);
@@ -136,8 +170,79 @@ weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, 
 weft_result_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                              int root, weft_comm_t *comm, weft_stream_t stream);
 
+/* recvbuf on the root = op over all ranks of sendbuf; recvbuf is not used on other ranks (may be
+ * NULL there). */
+weft_result_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                          weft_op_t op, int root, weft_comm_t *comm, weft_stream_t stream);
+
+/* recvbuf[r * sendcount + i] = rank r's sendbuf[i]; recvbuf holds nranks * sendcount elements.
+ * In place (NCCL's convention): sendbuf == recvbuf + rank * sendcount. */
+weft_result_t weft_all_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                              weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream);
+
+/* recvbuf[i] = op over all ranks of sendbuf[rank * recvcount + i]; sendbuf holds
+ * nranks * recvcount elements. In place: recvbuf == sendbuf + rank * recvcount. */
+weft_result_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                  weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+                                  weft_stream_t stream);
+
 /* Returns on each rank once every rank has entered it. */
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
+
+/* Point to point: each send is matched by a recv of the same count and dtype on `peer`, in the
+ * order both ranks issue them (messages between two ranks never overtake each other). */
+weft_result_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
+                        weft_comm_t *comm, weft_stream_t stream);
+weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
+                        weft_stream_t stream);
+
+/* Any operation, described in full; `algo` overrides WEFT_ALGO and the cost model for this call.
+ * count: per rank as in the calls above (all_gather: sendcount; reduce_scatter: recvcount).
+ * root: the root of broadcast and reduce, the peer of send and recv, ignored otherwise. */
+typedef struct {
+  weft_coll_t coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  weft_dtype_t dtype;
+  weft_op_t op;
+  int root;
+  weft_algo_t algo;
+} weft_call_t;
+
+weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream);
+
+/* ---- Asynchronous operations -------------------------------------------------------------- */
+
+/* A request stands for one operation in flight. Operations on one communicator complete in the
+ * order they were issued, blocking calls included; a progress thread runs them, so the caller
+ * computes meanwhile. The buffers must stay untouched until the request completes. */
+typedef struct weft_request weft_request_t;
+
+weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req);
+weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                               weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+                               weft_request_t **req);
+weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              int root, weft_comm_t *comm, weft_request_t **req);
+
+/* *done = 1 once the operation finished; the request is then freed and the operation's result
+ * returned. While it runs: *done = 0 and WEFT_SUCCESS. */
+weft_result_t weft_test(weft_request_t *req, int *done);
+/* Waits for completion at most timeout_ms (-1: no limit; the operation's own WEFT_TIMEOUT_MS
+ * still applies). On completion frees the request and returns the operation's result; on
+ * WEFT_ERR_TIMEOUT the request stays valid. */
+weft_result_t weft_wait(weft_request_t *req, int timeout_ms);
+
+/* ---- More communicators ------------------------------------------------------------------- */
+
+/* Like MPI_Comm_split / ncclCommSplit: collective over `comm`; ranks with the same color form a
+ * new communicator, ordered by key then by rank in `comm`. color WEFT_SPLIT_NOCOLOR gives
+ * *newcomm = NULL. The new communicator is independent of `comm` (its own connections). */
+#define WEFT_SPLIT_NOCOLOR (-1)
+weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm);
+/* A new communicator of the same ranks (collective over `comm`). */
+weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
 
 #ifdef __cplusplus
 }

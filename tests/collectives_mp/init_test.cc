@@ -104,7 +104,7 @@ TEST(Debug, LevelTwoPrintsSetupAndEveryCollective) {
         unlink(path);
         if (!err.empty()) return err;
         std::string setup = "weft rank " + std::to_string(rank) + "/2: local rank";
-        if (text.find(setup) == std::string::npos || text.find("all_reduce #0 count 1000") ==
+        if (text.find(setup) == std::string::npos || text.find("count 1000 int32 sum root -1 algo") ==
                                                          std::string::npos)
           return "stderr lacks the debug lines: " + text;
         return "";

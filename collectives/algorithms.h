@@ -1,0 +1,68 @@
+/* algorithms.h -- internal: the table of (collective, algorithm) pairs this build has, each with
+ * its schedule builder and its alpha-beta-gamma cost.
+ *
+ * Adding an algorithm: one file with the builder and cost (diagram and cost formula at its top),
+ * one row in algorithms.c. The executor, the cost-model choice, weft-sim and the tests find it
+ * through this table. */
+#ifndef WEFT_COLLECTIVES_ALGORITHMS_H_
+#define WEFT_COLLECTIVES_ALGORITHMS_H_
+
+#include <stddef.h>
+
+#include "collectives/schedule.h"
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a builder is asked for: one rank's part of one call. `count` follows weft.h (per rank:
+ * all_gather's sendcount, reduce_scatter's recvcount); root is the root, or the peer of send and
+ * recv. */
+typedef struct {
+  weft_coll_t coll;
+  int rank, nranks;
+  size_t count;
+  int root;
+  int in_place; /* the caller used weft.h's in-place layout for this collective */
+} sched_args_t;
+
+typedef weft_result_t (*sched_build_fn)(schedule_t *s, const sched_args_t *a);
+
+/* The alpha-beta-gamma model: alpha seconds per message, beta seconds per byte on a link, gamma
+ * seconds per byte reduced; slice_bytes is the executor's pipeline unit (WEFT_SLICE_BYTES). */
+typedef struct {
+  double alpha, beta, gamma;
+  double slice_bytes;
+} cost_model_t;
+
+/* Predicted seconds for `bytes` (nccl-tests' "size": the per-rank buffer of all_reduce,
+ * broadcast and reduce; the gathered buffer of all_gather; the input of reduce_scatter). */
+typedef double (*cost_fn)(const cost_model_t *m, int nranks, double bytes);
+
+typedef struct {
+  weft_coll_t coll;
+  weft_algo_t algo;
+  sched_build_fn build;
+  cost_fn cost;
+} algo_entry_t;
+
+/* The entry for (coll, algo), or NULL when this build has no such pair. */
+const algo_entry_t *algo_lookup(weft_coll_t coll, weft_algo_t algo);
+int algo_count(void);
+const algo_entry_t *algo_at(int i);
+
+/* Builders and costs, one pair per file. */
+weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a);
+double ring_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a);
+double chain_broadcast_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t ring_barrier_build(schedule_t *s, const sched_args_t *a);
+double ring_barrier_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t p2p_build(schedule_t *s, const sched_args_t *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_COLLECTIVES_ALGORITHMS_H_ */
