@@ -102,9 +102,15 @@ static weft_result_t check_header(run_t *r, int peer) {
   if (!hdr_decode(r->hdr_in, &theirs))
     return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent bytes that are not a call description "
                     "(the previous collective probably failed there)", peer);
-  if (theirs.kind == mine->kind && theirs.seq == mine->seq && theirs.count == mine->count &&
-      theirs.dtype == mine->dtype && theirs.op == mine->op && theirs.root == mine->root &&
-      theirs.algo == mine->algo)
+  /* A receive is matched by the peer's send to this rank; everything else by the same call. */
+  coll_desc_t expect = *mine;
+  if (mine->kind == WEFT_COLL_RECV) {
+    expect.kind = WEFT_COLL_SEND;
+    expect.root = r->ctx->rank;
+  }
+  if (theirs.kind == expect.kind && theirs.seq == expect.seq && theirs.count == expect.count &&
+      theirs.dtype == expect.dtype && theirs.op == expect.op && theirs.root == expect.root &&
+      theirs.algo == expect.algo)
     return WEFT_SUCCESS;
   char a[160], b[160];
   describe(&theirs, a, sizeof a);
@@ -229,6 +235,9 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
       f->slice = 0;
       WEFT_CHECK(st->is_send ? t->post_send(st->conn, r->hdr_out, HDR_BYTES, &f->x)
                              : t->post_recv(st->conn, r->hdr_in, HDR_BYTES, &f->x));
+      if (r->ctx->trace)
+        trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
+                   weft_algo_name(r->desc->algo), r->desc->seq, -1, -1, HDR_BYTES);
       st->hdr_pending = 0;
       st->count++;
       *progressed = 1;
@@ -257,6 +266,9 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
       case SCHED_RECV_TOKEN: WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x)); break;
       case SCHED_COPY: return WEFT_ERR(WEFT_ERR_INTERNAL, "copy op %d on a stream", oi);
     }
+    if (r->ctx->trace)
+      trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
+                 weft_algo_name(r->desc->algo), r->desc->seq, op->step, (long)j, bytes);
     st->count++;
     *progressed = 1;
     if (++st->next_slice == r->states[oi].nslices) {
@@ -282,12 +294,15 @@ static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *s
 static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
   while (st->count > 0 && st->fifo[st->head].x.complete) {
     flight_t *f = &st->fifo[st->head];
+    if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     if (f->op < 0) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
       const sched_op_t *op = &r->s->ops[f->op];
-      if (op->kind == SCHED_RECV_REDUCE)
+      if (op->kind == SCHED_RECV_REDUCE) {
         reduce_slice(r, op, f->slice, st->staging + (size_t)st->head * r->slice_elems * r->esize);
+        if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
+      }
       r->states[f->op].done++;
     }
     st->head = (st->head + 1) % r->window;
@@ -372,7 +387,9 @@ static weft_result_t run_loop(run_t *r) {
     }
     if (now - last >= timeout) return stall_error(r, (int)(now - last));
     int left = (int)(timeout - (now - last));
+    if (r->ctx->trace) trace_wait_begin(r->ctx->trace);
     WEFT_CHECK(wait_any(r, left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS));
+    if (r->ctx->trace) trace_wait_end(r->ctx->trace);
   }
   return WEFT_SUCCESS;
 }

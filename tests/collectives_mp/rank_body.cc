@@ -60,3 +60,60 @@ std::string check_broadcast(weft_comm_t* comm, weft_dtype_t d, int root, size_t 
   if (!diff.empty()) return "rank " + std::to_string(rank) + ": " + what + ": " + diff;
   return "";
 }
+
+std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, weft_dtype_t d,
+                       weft_op_t op, size_t count, bool in_place, int root) {
+  int rank, n;
+  weft_comm_rank(comm, &rank);
+  weft_comm_size(comm, &n);
+  size_t es = weft_dtype_size(d), p = (size_t)n;
+  size_t send_n = count, recv_n = count;
+  if (coll == WEFT_COLL_ALL_GATHER) recv_n = count * p;
+  if (coll == WEFT_COLL_REDUCE_SCATTER) send_n = count * p;
+  // One allocation big enough for either layout; in place, both buffers live in it.
+  std::vector<char> a((send_n + recv_n) * es + 1, 0x5a), b(recv_n * es + 1, 0x5a),
+      want(recv_n * es + 1);
+  char* send = a.data();
+  char* recv = b.data();
+  if (in_place) {
+    if (coll == WEFT_COLL_ALL_GATHER) {
+      recv = a.data();
+      send = recv + (size_t)rank * count * es;
+    } else if (coll == WEFT_COLL_REDUCE_SCATTER) {
+      recv = send + (size_t)rank * count * es;
+    } else {
+      recv = send;
+    }
+  }
+  bool reducing = coll == WEFT_COLL_ALL_REDUCE || coll == WEFT_COLL_REDUCE ||
+                  coll == WEFT_COLL_REDUCE_SCATTER;
+  weft_op_t pat_op = reducing ? op : WEFT_SUM;
+  for (size_t i = 0; i < send_n; i++) {
+    int64_t v = pattern_input(d, pat_op, rank, n, i);
+    if (coll == WEFT_COLL_BROADCAST) v = (int64_t)((i * 13 + (size_t)root * 5) % 50);
+    typed_store(d, send, i, v);
+  }
+  for (size_t i = 0; i < recv_n; i++) {
+    int64_t v = 0;
+    switch (coll) {
+      case WEFT_COLL_ALL_GATHER: v = pattern_input(d, WEFT_SUM, (int)(i / count), n, i % count); break;
+      case WEFT_COLL_REDUCE_SCATTER: v = pattern_expected(d, op, n, (size_t)rank * count + i); break;
+      case WEFT_COLL_BROADCAST: v = (int64_t)((i * 13 + (size_t)root * 5) % 50); break;
+      default: v = pattern_expected(d, op, n, i);
+    }
+    typed_store(d, want.data(), i, v);
+  }
+  // Non-root ranks of a reduce may pass no output at all.
+  if (coll == WEFT_COLL_REDUCE && rank != root && !in_place) recv = nullptr;
+  weft_call_t k = {coll, send, recv, count, d, op, root, algo};
+  weft_result_t r = weft_call(&k, comm, nullptr);
+  std::string what = std::string(weft_coll_name(coll)) + "/" + weft_algo_name(algo) + " " +
+                     weft_dtype_name(d) + " " + (reducing ? weft_op_name(op) : "") + " count " +
+                     std::to_string(count) + (in_place ? " in place" : "") + " root " +
+                     std::to_string(root);
+  if (r != WEFT_SUCCESS) return "rank " + std::to_string(rank) + ": " + what + ": " + weft_last_error();
+  if (coll == WEFT_COLL_BARRIER || (coll == WEFT_COLL_REDUCE && rank != root)) return "";
+  std::string diff = typed_compare(d, recv, want.data(), recv_n);
+  if (!diff.empty()) return "rank " + std::to_string(rank) + ": " + what + ": " + diff;
+  return "";
+}

@@ -21,4 +21,11 @@ std::string check_all_reduce(weft_comm_t* comm, weft_dtype_t d, weft_op_t op, si
 std::string check_broadcast(weft_comm_t* comm, weft_dtype_t d, int root, size_t count,
                             bool in_place);
 
+
+
+// Any collective through weft_call with a forced algorithm, checked exactly (patterns.h):
+// all_reduce, reduce (root checked), broadcast, all_gather and reduce_scatter (NCCL's in-place
+// layouts when in_place), barrier.
+std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, weft_dtype_t d,
+                       weft_op_t op, size_t count, bool in_place, int root);
 #endif  // WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
