@@ -74,12 +74,6 @@ weft_result_t sched_validate(const schedule_t *s, int nranks);
  * (the first count % nchunks chunks get one more). */
 void sched_chunk(size_t count, int nchunks, int c, size_t *offset, size_t *len);
 
-/* The algorithms of this build; each lives in its own file. A builder initializes `s` (free it
- * with sched_free whatever the result) and returns WEFT_SUCCESS or WEFT_ERR_NO_MEMORY. */
-weft_result_t ring_allreduce_build(schedule_t *s, int rank, int nranks, size_t count);
-weft_result_t chain_broadcast_build(schedule_t *s, int rank, int nranks, int root, size_t count);
-weft_result_t ring_barrier_build(schedule_t *s, int rank, int nranks);
-
 #ifdef __cplusplus
 }
 #endif
