@@ -1,10 +1,28 @@
-/* algorithms.c -- the table behind algorithms.h: every (collective, algorithm) pair of the build. */
+/* algorithms.c -- the table behind algorithms.h: every (collective, algorithm) pair built. */
 #include "collectives/algorithms.h"
 
 static const algo_entry_t table[] = {
     {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, ring_allreduce_build, ring_allreduce_cost},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_TREE, tree_allreduce_build, tree_allreduce_cost},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_DOUBLE_TREE, double_tree_allreduce_build,
+     double_tree_allreduce_cost},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING, recursive_doubling_allreduce_build,
+     recursive_doubling_allreduce_cost},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RABENSEIFNER, rabenseifner_allreduce_build,
+     rabenseifner_allreduce_cost},
     {WEFT_COLL_BROADCAST, WEFT_ALGO_RING, chain_broadcast_build, chain_broadcast_cost},
+    {WEFT_COLL_BROADCAST, WEFT_ALGO_TREE, tree_broadcast_build, tree_broadcast_cost},
+    {WEFT_COLL_REDUCE, WEFT_ALGO_RING, chain_reduce_build, chain_reduce_cost},
+    {WEFT_COLL_REDUCE, WEFT_ALGO_TREE, tree_reduce_build, tree_reduce_cost},
+    {WEFT_COLL_ALL_GATHER, WEFT_ALGO_RING, ring_allgather_build, ring_allgather_cost},
+    {WEFT_COLL_ALL_GATHER, WEFT_ALGO_RECURSIVE_DOUBLING, recursive_doubling_allgather_build,
+     recursive_doubling_allgather_cost},
+    {WEFT_COLL_REDUCE_SCATTER, WEFT_ALGO_RING, ring_reduce_scatter_build, ring_reduce_scatter_cost},
+    {WEFT_COLL_REDUCE_SCATTER, WEFT_ALGO_RABENSEIFNER, rabenseifner_reduce_scatter_build,
+     rabenseifner_reduce_scatter_cost},
     {WEFT_COLL_BARRIER, WEFT_ALGO_RING, ring_barrier_build, ring_barrier_cost},
+    {WEFT_COLL_BARRIER, WEFT_ALGO_DISSEMINATION, dissemination_barrier_build,
+     dissemination_barrier_cost},
     {WEFT_COLL_SEND, WEFT_ALGO_RING, p2p_build, NULL},
     {WEFT_COLL_RECV, WEFT_ALGO_RING, p2p_build, NULL},
 };

@@ -60,6 +60,30 @@ double chain_broadcast_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t ring_barrier_build(schedule_t *s, const sched_args_t *a);
 double ring_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t p2p_build(schedule_t *s, const sched_args_t *a);
+weft_result_t ring_reduce_scatter_build(schedule_t *s, const sched_args_t *a);
+double ring_reduce_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t ring_allgather_build(schedule_t *s, const sched_args_t *a);
+double ring_allgather_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t chain_reduce_build(schedule_t *s, const sched_args_t *a);
+double chain_reduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t tree_broadcast_build(schedule_t *s, const sched_args_t *a);
+double tree_broadcast_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t tree_reduce_build(schedule_t *s, const sched_args_t *a);
+double tree_reduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t tree_allreduce_build(schedule_t *s, const sched_args_t *a);
+double tree_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t double_tree_allreduce_build(schedule_t *s, const sched_args_t *a);
+double double_tree_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t recursive_doubling_allreduce_build(schedule_t *s, const sched_args_t *a);
+double recursive_doubling_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t recursive_doubling_allgather_build(schedule_t *s, const sched_args_t *a);
+double recursive_doubling_allgather_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a);
+double rabenseifner_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_t *a);
+double rabenseifner_reduce_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
+double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 
 #ifdef __cplusplus
 }

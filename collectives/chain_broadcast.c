@@ -10,10 +10,11 @@
  *
  * Cost with k slices of n/k bytes: (p-1+k-1) (alpha + n/k beta), which tends to n beta for
  * large n. Bus bandwidth (nccl-tests) = algbw. */
-#include "collectives/algorithms.h"
-#include "common/error.h"
-
 #include <math.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/emit.h"
+#include "common/error.h"
 
 /* k = ceil(n / slice) slices, each crossing p-1 links one after another, the links busy at once. */
 double chain_broadcast_cost(const cost_model_t *m, int p, double n) {
@@ -27,8 +28,10 @@ weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a) {
   size_t count = a->count;
   sched_init(s, count, count);
   sched_ring_headers(s, rank, nranks);
-  if (count == 0 || nranks == 1) return WEFT_SUCCESS;
   int pos = (rank - root + nranks) % nranks;
+  /* The root forwards from sendbuf, so its own copy runs beside the send. */
+  if (pos == 0 && emit_own_copy(s, a->in_place, 0, 0, count) == EMIT_OOM) goto oom;
+  if (count == 0 || nranks == 1) return WEFT_SUCCESS;
   int recv = -1;
   if (pos > 0) {
     sched_op_t op = {.kind = SCHED_RECV_COPY,

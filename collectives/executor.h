@@ -15,6 +15,7 @@
 
 #include "collectives/schedule.h"
 #include "common/config.h"
+#include "common/trace.h"
 #include "include/weft.h"
 #include "transport/transport.h"
 
@@ -42,6 +43,7 @@ typedef struct {
   void *owner;
   void *scratch;
   size_t scratch_bytes;
+  trace_t *trace; /* WEFT_TRACE: every step is recorded here; NULL (and free) when off */
 } exec_ctx_t;
 
 weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,

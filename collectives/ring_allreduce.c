@@ -18,6 +18,7 @@
  *   2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
  * Bus bandwidth (nccl-tests) = algbw * 2(p-1)/p: each rank sends and receives 2(p-1)/p n bytes. */
 #include "collectives/algorithms.h"
+#include "collectives/emit.h"
 #include "common/error.h"
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
@@ -32,7 +33,8 @@ static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, siz
 }
 
 double ring_allreduce_cost(const cost_model_t *m, int p, double n) {
-  return 2.0 * (p - 1) * m->alpha + 2.0 * (p - 1) / p * n * m->beta + (double)(p - 1) / p * n * m->gamma;
+  return 2.0 * (p - 1) * m->alpha + 2.0 * (p - 1) / p * n * m->beta +
+         (double)(p - 1) / p * n * m->gamma;
 }
 
 weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a) {
@@ -40,6 +42,8 @@ weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a) {
   size_t count = a->count;
   sched_init(s, count, count);
   sched_ring_headers(s, rank, nranks);
+  /* One rank has nothing to reduce; out of place its input still has to reach recvbuf. */
+  if (nranks == 1 && emit_own_copy(s, a->in_place, 0, 0, count) == EMIT_OOM) goto oom;
   int right = mod(rank + 1, nranks), left = mod(rank - 1, nranks);
   int prev_recv = -1; /* the receive whose chunk the next send forwards */
   for (int step = 0; step < 2 * (nranks - 1); step++) {

@@ -1,161 +1,17 @@
-// schedule_test.cc -- runs every rank's schedule in one process on in-memory channels and checks
-// the data each rank ends with, for world sizes and counts around every edge.
+// schedule_test.cc -- schedule building blocks, point-to-point through the simulator, and the
+// simulator's own checks: each kind of broken schedule it must reject.
 #include <gtest/gtest.h>
 
-#include <cstdint>
-#include <deque>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "tests/collectives/sim_harness.h"
+
 extern "C" {
-#include "collectives/schedule.h"
 #include "common/error.h"
 }
 
 namespace {
-
-using Msg = std::vector<int64_t>;
-
-struct Rank {
-  schedule_t s;
-  std::vector<int64_t> sendbuf, recvbuf;
-  int next = 0;
-};
-
-// Sends are buffered, receives wait for their message; ranks take turns running their next op.
-// A schedule that deadlocks or mismatches lengths fails the test.
-void simulate(std::vector<Rank>& ranks) {
-  std::map<std::pair<int, int>, std::deque<Msg>> chan;  // (from, to)
-  int p = (int)ranks.size();
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int r = 0; r < p; r++) {
-      Rank& rk = ranks[r];
-      while (rk.next < rk.s.nops) {
-        const sched_op_t& op = rk.s.ops[rk.next];
-        auto buf = [&](sched_buf_t b) -> std::vector<int64_t>& {
-          return b == SCHED_SENDBUF ? rk.sendbuf : rk.recvbuf;
-        };
-        if (op.kind == SCHED_SEND || op.kind == SCHED_SEND_TOKEN) {
-          Msg m;
-          if (op.kind == SCHED_SEND)
-            m.assign(buf(op.buf).begin() + op.offset, buf(op.buf).begin() + op.offset + op.count);
-          chan[{r, op.peer}].push_back(m);
-        } else {
-          auto& q = chan[{op.peer, r}];
-          if (q.empty()) break;
-          Msg m = q.front();
-          q.pop_front();
-          ASSERT_EQ(m.size(), op.count) << "rank " << r << " op " << rk.next;
-          for (size_t i = 0; i < op.count; i++) {
-            if (op.kind == SCHED_RECV_COPY) rk.recvbuf[op.offset + i] = m[i];
-            if (op.kind == SCHED_RECV_REDUCE)
-              rk.recvbuf[op.offset + i] = buf(op.src_buf)[op.src_offset + i] + m[i];
-          }
-        }
-        rk.next++;
-        moved = true;
-      }
-    }
-  }
-  for (int r = 0; r < p; r++) ASSERT_EQ(ranks[r].next, ranks[r].s.nops) << "rank " << r << " stuck";
-  for (auto& kv : chan) ASSERT_TRUE(kv.second.empty()) << "unreceived message";
-}
-
-class RingAllreduce : public ::testing::TestWithParam<std::tuple<int, size_t, bool>> {};
-
-TEST_P(RingAllreduce, EveryRankEndsWithTheSum) {
-  auto [p, count, in_place] = GetParam();
-  std::vector<Rank> ranks(p);
-  for (int r = 0; r < p; r++) {
-    ASSERT_EQ(ring_allreduce_build(&ranks[r].s, r, p, count), WEFT_SUCCESS);
-    ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
-    for (size_t i = 0; i < count; i++) ranks[r].sendbuf.push_back((int64_t)(1000 * r + i));
-    ranks[r].recvbuf.assign(count, -7);
-    if (in_place) ranks[r].recvbuf = ranks[r].sendbuf;
-  }
-  if (in_place)  // in place: the schedule's SENDBUF is the same memory as its RECVBUF
-    for (auto& rk : ranks)
-      for (int i = 0; i < rk.s.nops; i++) rk.s.ops[i].src_buf = rk.s.ops[i].buf = SCHED_RECVBUF;
-  simulate(ranks);
-  if (p == 1) ranks[0].recvbuf = ranks[0].sendbuf;  // one rank: the API copies, no schedule runs
-  for (int r = 0; r < p; r++) {
-    for (size_t i = 0; i < count; i++) {
-      int64_t want = 0;
-      for (int q = 0; q < p; q++) want += 1000 * q + (int64_t)i;
-      ASSERT_EQ(ranks[r].recvbuf[i], want) << "rank " << r << " element " << i;
-    }
-    sched_free(&ranks[r].s);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Sizes, RingAllreduce,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 7, 8, 13),
-                                            ::testing::Values(0, 1, 2, 3, 12, 13, 100),
-                                            ::testing::Bool()));
-
-TEST(RingAllreduce, EachRankSendsTwiceItsShareOfTheBuffer) {
-  // 2(p-1)/p of the buffer leaves every rank: the cost the file's header states.
-  const int p = 4;
-  const size_t count = 400;
-  for (int r = 0; r < p; r++) {
-    schedule_t s;
-    ASSERT_EQ(ring_allreduce_build(&s, r, p, count), WEFT_SUCCESS);
-    size_t sent = 0, reduced_final = 0;
-    for (int i = 0; i < s.nops; i++) {
-      if (s.ops[i].kind == SCHED_SEND) sent += s.ops[i].count;
-      if (s.ops[i].kind == SCHED_RECV_REDUCE && s.ops[i].final) reduced_final += s.ops[i].count;
-    }
-    EXPECT_EQ(sent, 2 * (p - 1) * count / p);
-    EXPECT_EQ(reduced_final, count / p);  // each rank finishes exactly one chunk
-    sched_free(&s);
-  }
-}
-
-class ChainBroadcast : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
-
-TEST_P(ChainBroadcast, EveryRankGetsTheRootsData) {
-  auto [p, count] = GetParam();
-  for (int root = 0; root < p; root++) {
-    std::vector<Rank> ranks(p);
-    for (int r = 0; r < p; r++) {
-      ASSERT_EQ(chain_broadcast_build(&ranks[r].s, r, p, root, count), WEFT_SUCCESS);
-      ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
-      ranks[r].recvbuf.assign(count, -1);
-      ranks[r].sendbuf.assign(count, -2);
-      if (r == root)
-        for (size_t i = 0; i < count; i++) ranks[r].sendbuf[i] = 5 * (int64_t)i + 3;
-    }
-    simulate(ranks);
-    for (int r = 0; r < p; r++) {
-      if (r != root) {
-        for (size_t i = 0; i < count; i++)
-          ASSERT_EQ(ranks[r].recvbuf[i], 5 * (int64_t)i + 3) << "rank " << r << " root " << root;
-      }
-      sched_free(&ranks[r].s);
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Sizes, ChainBroadcast,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 5, 8, 13),
-                                            ::testing::Values(0, 1, 17)));
-
-TEST(RingBarrier, EveryRankHearsFromEveryOther) {
-  // Track which ranks' entry each token proves: the union must cover everyone at the end.
-  for (int p = 1; p <= 13; p++) {
-    std::vector<Rank> ranks(p);
-    for (int r = 0; r < p; r++) {
-      ASSERT_EQ(ring_barrier_build(&ranks[r].s, r, p), WEFT_SUCCESS);
-      ASSERT_EQ(sched_validate(&ranks[r].s, p), WEFT_SUCCESS) << err_last();
-      ASSERT_EQ(ranks[r].s.nops, 2 * (p - 1));
-    }
-    simulate(ranks);
-    for (auto& rk : ranks) sched_free(&rk.s);
-  }
-}
 
 TEST(Schedule, ValidateRejectsBrokenSchedules) {
   schedule_t s;
@@ -189,6 +45,146 @@ TEST(Schedule, ChunksCoverTheBufferInOrder) {
       }
       EXPECT_EQ(next, count);
     }
+}
+
+// A world of p ranks with plain buffers of `count` elements and empty schedules.
+sim::World Blank(int p, size_t count) {
+  sim::World w;
+  for (int r = 0; r < p; r++) {
+    schedule_t s;
+    sched_init(&s, count, count);
+    w.sched.push_back(s);
+    sim::Memory m;
+    m.send.resize(count);
+    for (size_t i = 0; i < count; i++) m.send[i] = {sim::Input(r, i), 1u << r, 0, true};
+    m.recv.resize(count);
+    w.mem.push_back(m);
+  }
+  return w;
+}
+
+void Add(sim::World& w, int r, sched_op_t op) { ASSERT_GE(sched_add(&w.sched[r], &op), 0); }
+
+void Free(sim::World& w) {
+  for (schedule_t& s : w.sched) sched_free(&s);
+}
+
+TEST(PointToPoint, SendMeetsRecv) {
+  const algo_entry_t* send = algo_lookup(WEFT_COLL_SEND, WEFT_ALGO_RING);
+  const algo_entry_t* recv = algo_lookup(WEFT_COLL_RECV, WEFT_ALGO_RING);
+  ASSERT_TRUE(send && recv);
+  for (size_t count : {0, 1, 100})
+    for (const sim::Options& o : {sim::Options{4, 2, false, 1}, sim::Options{3, 1, true, 2}}) {
+      sim::World w = Blank(4, count);
+      Free(w);
+      sched_args_t a = {WEFT_COLL_SEND, 3, 4, count, 1, 0};
+      ASSERT_EQ(send->build(&w.sched[3], &a), WEFT_SUCCESS);
+      sched_args_t b = {WEFT_COLL_RECV, 1, 4, count, 3, 0};
+      ASSERT_EQ(recv->build(&w.sched[1], &b), WEFT_SUCCESS);
+      for (int r : {0, 2}) sched_init(&w.sched[r], 0, 0);
+      ASSERT_EQ(sim::CheckStatic(w, false), "");
+      ASSERT_EQ(sim::Simulate(w, o), "");
+      for (size_t i = 0; i < count; i++) EXPECT_EQ(w.mem[1].recv[i].v, sim::Input(3, i));
+      Free(w);
+    }
+}
+
+// The simulator's own checks: each of these schedules is wrong in one way.
+
+TEST(Simulator, CatchesASendRacingAReceiveIntoTheSameMemory) {
+  // Rank 0 sends recvbuf while receiving into it with no dependency between the two.
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    sim::World w = Blank(2, 4);
+    for (auto& c : w.mem[0].recv) c = {7, 1, 0, true};
+    Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 0, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+    std::string err = sim::Simulate(w, {4, 4, true, seed});
+    Free(w);
+    if (err.find("send may still be reading") != std::string::npos) return;
+    EXPECT_EQ(err, "");
+  }
+  FAIL() << "no event order exposed the race";
+}
+
+TEST(Simulator, CatchesAReceiveThatWaitsOnItsOwnStepsSend) {
+  // Each rank receives only once its send completed: fine while links buffer, a deadlock when
+  // they do not.
+  for (bool rendezvous : {false, true}) {
+    sim::World w = Blank(2, 4);
+    for (int r = 0; r < 2; r++) {
+      Add(w, r, {SCHED_SEND, 1 - r, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+      Add(w, r, {SCHED_RECV_COPY, 1 - r, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, 0, 0, 0});
+    }
+    std::string err = sim::Simulate(w, {4, 4, rendezvous, 1});
+    Free(w);
+    if (rendezvous)
+      EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+    else
+      EXPECT_EQ(err, "");
+  }
+}
+
+TEST(Simulator, CatchesMismatchedStreamsAndHeaders) {
+  sim::World w = Blank(2, 4);
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 3, SCHED_SENDBUF, 0, -1, 0, 0});
+  EXPECT_NE(sim::CheckStatic(w, false).find("do not pair up"), std::string::npos);
+  w.sched[1].ops[0].count = 4;
+  EXPECT_EQ(sim::CheckStatic(w, false), "");
+  EXPECT_NE(sim::CheckStatic(w, true).find("not linked"), std::string::npos);
+  w.sched[0].hdr_to = 1;
+  EXPECT_NE(sim::CheckStatic(w, true).find("does not expect it"), std::string::npos);
+  w.sched[1].hdr_from = 0;
+  EXPECT_EQ(sim::CheckStatic(w, true), "");
+  Free(w);
+}
+
+TEST(Simulator, CatchesAFinalFoldOfAPartialSumAndADoubleCount) {
+  // Three ranks; rank 0 folds in rank 1's input and finalizes without rank 2's.
+  sim::World w = Blank(3, 2);
+  Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 0, {SCHED_RECV_REDUCE, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 1, 0});
+  EXPECT_NE(sim::Simulate(w, {}).find("finalizes a partial sum"), std::string::npos);
+  Free(w);
+  w = Blank(2, 2);
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_RECVBUF, 0, 0, 0, 0});
+  EXPECT_NE(sim::Simulate(w, {}).find("twice"), std::string::npos);
+  Free(w);
+}
+
+TEST(Simulator, CatchesReadsOfUnwrittenMemoryAndNullBuffers) {
+  sim::World w = Blank(2, 2);
+  Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  EXPECT_NE(sim::Simulate(w, {}).find("nothing has written"), std::string::npos);
+  Free(w);
+  w = Blank(2, 2);
+  w.mem[1].has_recv = false;
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  EXPECT_NE(sim::Simulate(w, {}).find("may pass as NULL"), std::string::npos);
+  Free(w);
+}
+
+TEST(Simulator, CatchesAForwardThatDoesNotWaitForItsData) {
+  // A chain 0 -> 1 -> 2 whose middle rank forwards without a dependency on its receive.
+  bool caught = false;
+  for (uint64_t seed = 1; seed <= 20 && !caught; seed++) {
+    sim::World w = Blank(3, 8);
+    Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 1, {SCHED_SEND, 2, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 2, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
+    std::string err = sim::Simulate(w, {2, 4, false, seed});
+    caught = !err.empty();
+    Free(w);
+  }
+  EXPECT_TRUE(caught);
 }
 
 }  // namespace

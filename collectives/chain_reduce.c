@@ -1,0 +1,61 @@
+/* chain_reduce.c -- pipelined chain reduce to any root (the ring algorithm for reduce).
+ *
+ * Ranks form a chain that ends at the root: root+1 -> root+2 -> ... -> root-1 -> root. The
+ * first rank sends its sendbuf; every later one folds what arrives into its own contribution
+ * (in scratch; recvbuf is the root's alone) and forwards each slice as soon as it is reduced;
+ * the root folds into recvbuf, finalizing (WEFT_AVG divides there):
+ *
+ *   root+1  [s0][s1][s2] ->
+ *   root+2       [s0+][s1+][s2+] ->
+ *   root              [s0][s1][s2] = reduction
+ *
+ * Cost with k = ceil(n / slice) slices of n/k bytes: (p-2+k)(alpha + n/k (beta + gamma)),
+ * which tends to n (beta + gamma) for large n. */
+#include <math.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/emit.h"
+#include "common/error.h"
+
+double chain_reduce_cost(const cost_model_t *m, int p, double n) {
+  if (p < 2 || n <= 0) return 0;
+  double k = ceil(n / m->slice_bytes);
+  return (p - 2 + k) * (m->alpha + n / k * (m->beta + m->gamma));
+}
+
+weft_result_t chain_reduce_build(schedule_t *s, const sched_args_t *a) {
+  int rank = a->rank, p = a->nranks, is_root = rank == a->root;
+  size_t n = a->count;
+  sched_init(s, n, is_root ? n : 0);
+  sched_ring_headers(s, rank, p);
+  if (p == 1) {
+    if (emit_own_copy(s, a->in_place, 0, 0, n) == EMIT_OOM) goto oom;
+    return WEFT_SUCCESS;
+  }
+  int pos = (rank - a->root - 1 + p) % p; /* 0 starts the chain, p-1 is the root */
+  int folded = -1;
+  if (pos > 0) {
+    sched_op_t op = {.kind = SCHED_RECV_REDUCE,
+                     .peer = (rank - 1 + p) % p,
+                     .buf = is_root ? SCHED_RECVBUF : SCHED_SCRATCH,
+                     .count = n,
+                     .src_buf = SCHED_SENDBUF,
+                     .dep = -1,
+                     .final = is_root,
+                     .step = pos - 1};
+    if ((folded = emit(s, op)) == EMIT_OOM) goto oom;
+  }
+  if (!is_root) {
+    sched_op_t op = {.kind = SCHED_SEND,
+                     .peer = (rank + 1) % p,
+                     .buf = pos == 0 ? SCHED_SENDBUF : SCHED_SCRATCH,
+                     .count = n,
+                     .dep = folded,
+                     .step = pos};
+    if (emit(s, op) == EMIT_OOM) goto oom;
+  }
+  emit_size_scratch(s);
+  return WEFT_SUCCESS;
+oom:
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "chain reduce: out of memory building the schedule");
+}

@@ -1,0 +1,46 @@
+/* emit.h -- internal: the shorthands algorithm files append ops with. */
+#ifndef WEFT_COLLECTIVES_EMIT_H_
+#define WEFT_COLLECTIVES_EMIT_H_
+
+#include "collectives/schedule.h"
+
+#define EMIT_OOM (-2)
+
+/* Appends `op` and returns its index. An op that would move no elements is left out and -1
+ * returned: every op that depends on it has the same count and is left out as well, so -1 also
+ * reads as "no dependency". EMIT_OOM when out of memory. */
+static inline int emit(schedule_t *s, sched_op_t op) {
+  if (op.count == 0 && op.kind != SCHED_SEND_TOKEN && op.kind != SCHED_RECV_TOKEN) return -1;
+  int i = sched_add(s, &op);
+  return i < 0 ? EMIT_OOM : i;
+}
+
+/* The local copy of the caller's input into the output that a rank needs unless the call is in
+ * place; returns as emit() does. */
+static inline int emit_own_copy(schedule_t *s, int in_place, size_t dst_off, size_t src_off,
+                                size_t count) {
+  if (in_place) return -1;
+  sched_op_t op = {.kind = SCHED_COPY,
+                   .buf = SCHED_RECVBUF,
+                   .offset = dst_off,
+                   .count = count,
+                   .src_buf = SCHED_SENDBUF,
+                   .src_offset = src_off,
+                   .dep = -1};
+  return emit(s, op);
+}
+
+/* Sizes the scratch buffer to what the ops use, so builders need not add it up themselves. */
+static inline void emit_size_scratch(schedule_t *s) {
+  size_t end = 0;
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    if (op->buf == SCHED_SCRATCH && op->offset + op->count > end) end = op->offset + op->count;
+    int has_src = op->kind == SCHED_RECV_REDUCE || op->kind == SCHED_COPY;
+    if (has_src && op->src_buf == SCHED_SCRATCH && op->src_offset + op->count > end)
+      end = op->src_offset + op->count;
+  }
+  s->buf_count[SCHED_SCRATCH] = end;
+}
+
+#endif /* WEFT_COLLECTIVES_EMIT_H_ */

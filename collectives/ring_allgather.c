@@ -1,0 +1,54 @@
+/* ring_allgather.c -- ring all-gather: every block travels p-1 hops around the ring.
+ *
+ * Rank r's block lands in recvbuf[r n, +n). In step s (s = 0 .. p-2) rank r sends block r-s to
+ * its right neighbour (its own block from sendbuf in step 0, then what it received the step
+ * before, forwarded slice by slice) and receives block r-s-1 from its left one:
+ *
+ *   p = 3       step 0            step 1
+ *   rank 0:   a -> 1, c <- 2    c -> 1, b <- 2
+ *   rank 1:   b -> 2, a <- 0    a -> 2, c <- 0
+ *   rank 2:   c -> 0, b <- 1    b -> 0, a <- 1
+ *
+ * Every block of recvbuf is written once, so no receive waits for a send. In place (sendbuf ==
+ * recvbuf + r n) the own block is already where it belongs; otherwise a local copy puts it there.
+ *
+ * Cost (n: the gathered buffer): (p-1) alpha + (p-1)/p n beta.
+ * Bus bandwidth (nccl-tests) = algbw * (p-1)/p. */
+#include "collectives/algorithms.h"
+#include "collectives/emit.h"
+#include "common/error.h"
+
+static int mod(int a, int p) { return ((a % p) + p) % p; }
+
+double ring_allgather_cost(const cost_model_t *m, int p, double n) {
+  return (p - 1) * m->alpha + (double)(p - 1) / p * n * m->beta;
+}
+
+weft_result_t ring_allgather_build(schedule_t *s, const sched_args_t *a) {
+  int rank = a->rank, p = a->nranks;
+  size_t n = a->count;
+  sched_init(s, n, n * (size_t)p);
+  sched_ring_headers(s, rank, p);
+  if (emit_own_copy(s, a->in_place, (size_t)rank * n, 0, n) == EMIT_OOM) goto oom;
+  int prev = -1;
+  for (int step = 0; step < p - 1; step++) {
+    sched_op_t send = {.kind = SCHED_SEND,
+                       .peer = mod(rank + 1, p),
+                       .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
+                       .offset = step == 0 ? 0 : (size_t)mod(rank - step, p) * n,
+                       .count = n,
+                       .dep = prev,
+                       .step = step};
+    sched_op_t recv = {.kind = SCHED_RECV_COPY,
+                       .peer = mod(rank - 1, p),
+                       .buf = SCHED_RECVBUF,
+                       .offset = (size_t)mod(rank - step - 1, p) * n,
+                       .count = n,
+                       .dep = -1,
+                       .step = step};
+    if (emit(s, send) == EMIT_OOM || (prev = emit(s, recv)) == EMIT_OOM) goto oom;
+  }
+  return WEFT_SUCCESS;
+oom:
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "ring all-gather: out of memory building the schedule");
+}

@@ -1,0 +1,81 @@
+// cost_test.cc -- the cost functions: sane everywhere, and where a file's header states the bytes
+// on the wire, they are what its schedule sends.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/collectives/sim_harness.h"
+
+namespace {
+
+TEST(Cost, FiniteNonNegativeAndGrowingWithSize) {
+  cost_model_t m = {5e-6, 1e-9, 2e-10, 65536};
+  for (int i = 0; i < algo_count(); i++) {
+    const algo_entry_t* e = algo_at(i);
+    if (!e->cost) continue;
+    for (int p = 1; p <= 64; p++) {
+      double prev = 0;
+      for (double n : {0.0, 1.0, 100.0, 65536.0, 1e6, 1e9}) {
+        double t = e->cost(&m, p, n);
+        EXPECT_TRUE(std::isfinite(t) && t >= 0) << "row " << i << " p " << p << " n " << n;
+        EXPECT_GE(t, prev * (1 - 1e-12)) << "row " << i << " p " << p << " n " << n;
+        prev = t;
+      }
+    }
+  }
+}
+
+// With alpha = gamma = 0 and beta = 1 the cost is the bytes the busiest rank sends; for powers of
+// two the formulas are exact.
+TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
+  cost_model_t m = {0, 1, 0, 1e18};
+  const std::pair<weft_coll_t, weft_algo_t> rows[] = {
+      {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING},
+      {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING},
+      {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RABENSEIFNER},
+      {WEFT_COLL_ALL_GATHER, WEFT_ALGO_RING},
+      {WEFT_COLL_ALL_GATHER, WEFT_ALGO_RECURSIVE_DOUBLING},
+      {WEFT_COLL_REDUCE_SCATTER, WEFT_ALGO_RING},
+      {WEFT_COLL_REDUCE_SCATTER, WEFT_ALGO_RABENSEIFNER},
+  };
+  for (auto [coll, algo] : rows) {
+    const algo_entry_t* e = algo_lookup(coll, algo);
+    ASSERT_NE(e, nullptr);
+    for (int p : {2, 4, 8, 16}) {
+      size_t count = 64 * (size_t)p;
+      size_t most = 0;
+      for (int r = 0; r < p; r++) {
+        schedule_t s;
+        sched_args_t a = {coll, r, p, count, 0, 0};
+        ASSERT_EQ(e->build(&s, &a), WEFT_SUCCESS);
+        size_t sent = 0;
+        for (int i = 0; i < s.nops; i++)
+          if (s.ops[i].kind == SCHED_SEND) sent += s.ops[i].count;
+        most = sent > most ? sent : most;
+        sched_free(&s);
+      }
+      double bytes = (double)count * (coll == WEFT_COLL_ALL_REDUCE ? 1 : p);
+      EXPECT_DOUBLE_EQ(e->cost(&m, p, bytes), (double)most)
+          << sim::CollName(coll) << " algo " << algo << " p " << p;
+    }
+  }
+}
+
+TEST(Cost, LogarithmicAlgorithmsWinForSmallMessagesAndBandwidthOnesForLarge) {
+  cost_model_t m = {20e-6, 1e-10, 1e-11, 65536};
+  auto cost = [&](weft_coll_t c, weft_algo_t a, int p, double n) {
+    return algo_lookup(c, a)->cost(&m, p, n);
+  };
+  EXPECT_LT(cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING, 16, 64),
+            cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, 16, 64));
+  EXPECT_LT(cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, 16, 1e9),
+            cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING, 16, 1e9));
+  EXPECT_LT(cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_DOUBLE_TREE, 16, 1e9),
+            cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_TREE, 16, 1e9));
+  EXPECT_LT(cost(WEFT_COLL_BARRIER, WEFT_ALGO_DISSEMINATION, 16, 0),
+            cost(WEFT_COLL_BARRIER, WEFT_ALGO_RING, 16, 0));
+  EXPECT_LT(cost(WEFT_COLL_BROADCAST, WEFT_ALGO_TREE, 16, 64),
+            cost(WEFT_COLL_BROADCAST, WEFT_ALGO_RING, 16, 64));
+}
+
+}  // namespace
