@@ -46,7 +46,7 @@ static const knob_t knobs[] = {
      "cost model (alpha, beta, gamma) written by weft-bench --tune; empty: measured at init"},
     {"WEFT_TRACE", "", STRING_KNOB(trace),
      "write a Chrome trace of every step: rank N writes PATH.rankN.json (weft-run merges them)"},
-    /* About 64 bytes an event: the default caps a rank's trace buffer near 64 MiB. */
+    /* 72 bytes an event: the default caps a rank's trace buffer near 72 MB. */
     {"WEFT_TRACE_MAX_EVENTS", "1000000", KNOB_INT, 1, 100000000, KNOB_AT(trace_max_events),
      "events each rank's trace keeps; later ones are dropped and the file says how many"},
 };

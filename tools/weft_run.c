@@ -270,9 +270,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "weft-run: cannot set up: %s\n", strerror(errno));
     return WR_EXIT_RANK_FAILED;
   }
+  const char *trace = getenv("WEFT_TRACE"); /* the ranks inherit it and write the parts */
+  if (trace && *trace) wr_trace_clean(&j.o, trace);
   start_ranks(&j);
   supervise(&j);
   rc = report(&j);
+  /* Whatever the ranks wrote, even when the job failed: that is when a trace helps most. */
+  if (trace && *trace) wr_trace_merge(&j.o, trace);
   free(j.ranks);
   free(j.pfd);
   free(j.which);

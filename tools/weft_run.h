@@ -60,4 +60,12 @@ void wr_stream_pump(wr_stream *s);
 /* Writes the unfinished last line, if any, and closes the pipe. */
 void wr_stream_close(wr_stream *s);
 
+/* WEFT_TRACE=path (weft_run_trace.c). Before the ranks start: removes this node's rank files
+ * left by an earlier run, so they cannot end up in this run's trace. */
+void wr_trace_clean(const wr_opts *o, const char *path);
+
+/* After the ranks exit: merges this node's rank files into `path` (PATH.node<K>.json with
+ * --nnodes > 1) and removes them. Returns 0, or -1 with a message on stderr. */
+int wr_trace_merge(const wr_opts *o, const char *path);
+
 #endif /* WEFT_TOOLS_WEFT_RUN_H_ */

@@ -37,7 +37,14 @@ void wr_print_usage(FILE *f) {
           "  -h, --help              show this help\n"
           "\n"
           "With M > 1, every node must get the same --master-addr and --master-port; the job id\n"
-          "is taken from WEFT_JOB_ID if set, else derived from them.\n");
+          "is taken from WEFT_JOB_ID if set, else derived from them.\n"
+          "\n"
+          "environment:\n"
+          "  WEFT_TRACE=PATH         each rank writes a Chrome trace PATH.rank<R>.json when it\n"
+          "                          destroys or aborts its communicator; when all have exited,\n"
+          "                          weft-run merges the files into PATH (PATH.node<K>.json if\n"
+          "                          M > 1), for Perfetto or chrome://tracing, and removes them;\n"
+          "                          files left by an earlier run are removed before the start\n");
 }
 
 /* Parses all of `s` as an integer in [lo, hi]. */
