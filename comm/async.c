@@ -1,4 +1,260 @@
-/* async.c -- issue-order execution of operations on a communicator. */
+/* async.c -- requests, and the per-communicator progress thread that runs them in issue order.
+ *
+ * The first asynchronous call on a communicator starts its progress thread; from then on that
+ * thread is the only one that runs the communicator's operations. Requests form one FIFO per
+ * communicator, so operations complete in the order they were issued. A blocking call issued
+ * while requests are queued or running joins the same FIFO and waits (on the stack), so it runs
+ * after them and sees their results; when the thread is idle a blocking call runs inline on the
+ * caller's thread instead, saving the hand-off (nothing else can touch the communicator then).
+ *
+ * Each request carries its own mutex and condition variable rather than using the queue's lock:
+ * a request outlives its communicator (weft_comm_destroy drains the queue and returns, the caller
+ * waits afterwards), so everything a waiter needs must live in the request.
+ *
+ * Error messages are per thread. The progress thread copies an operation's message into its
+ * request, and weft_test/weft_wait make it the waiting thread's weft_last_error().
+ *
+ * Shutting down: destroy drains (every queued operation runs, then the thread leaves); abort
+ * completes the queued operations that have not started with WEFT_ERR_ABORTED at once, and waits
+ * for the one running, which ends when its peers finish it, one of them fails, or WEFT_TIMEOUT_MS
+ * passes without progress. Either way the requests stay valid until waited on. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "comm/comm.h"
 
-weft_result_t comm_submit(weft_comm_t *c, const weft_call_t *call) { return comm_call(c, call); }
+struct weft_request {
+  weft_call_t call;
+  int rank; /* for messages: the issuing communicator may be gone when they are written */
+  struct weft_request *next;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC, for weft_wait's timeout */
+  int done;
+  weft_result_t result;
+  char msg[ERR_MSG_MAX];
+};
+
+struct comm_async {
+  weft_comm_t *comm;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* work arrived or stop was asked */
+  weft_request_t *head, *tail;
+  int busy; /* the thread is running an operation */
+  int stop; /* leave once the queue is empty */
+};
+
+static weft_result_t request_init(weft_request_t *r, const weft_call_t *call, int rank) {
+  memset(r, 0, sizeof *r);
+  r->call = *call;
+  r->rank = rank;
+  pthread_condattr_t attr;
+  if (pthread_condattr_init(&attr) != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: creating a request: pthread_condattr_init", rank);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  int err = pthread_cond_init(&r->cv, &attr);
+  pthread_condattr_destroy(&attr);
+  if (err == 0 && (err = pthread_mutex_init(&r->mu, NULL)) != 0) pthread_cond_destroy(&r->cv);
+  if (err != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: creating a request: %s", rank, strerror(err));
+  return WEFT_SUCCESS;
+}
+
+/* The last touch of the request by whoever completes it: a waiter may free it right after. */
+static void request_complete(weft_request_t *r, weft_result_t res, const char *msg) {
+  pthread_mutex_lock(&r->mu);
+  r->result = res;
+  if (res != WEFT_SUCCESS) snprintf(r->msg, sizeof r->msg, "%s", msg);
+  r->done = 1;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* Hands a completed request's result (and message) to the calling thread. */
+static weft_result_t request_take(weft_request_t *r) {
+  weft_result_t res = r->result;
+  if (res != WEFT_SUCCESS) err_set_message(res, r->msg);
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cv);
+  return res;
+}
+
+static void *progress_main(void *arg) {
+  comm_async_t *a = arg;
+  pthread_mutex_lock(&a->mu);
+  for (;;) {
+    while (!a->head && !a->stop) pthread_cond_wait(&a->cv, &a->mu);
+    weft_request_t *r = a->head;
+    if (!r) break;
+    a->head = r->next;
+    if (!a->head) a->tail = NULL;
+    a->busy = 1;
+    pthread_mutex_unlock(&a->mu);
+    weft_result_t res = comm_call(a->comm, &r->call);
+    request_complete(r, res, err_last());
+    pthread_mutex_lock(&a->mu);
+    a->busy = 0;
+  }
+  pthread_mutex_unlock(&a->mu);
+  return NULL;
+}
+
+static weft_result_t async_start(weft_comm_t *c) {
+  comm_async_t *a = calloc(1, sizeof *a);
+  if (!a) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory starting async", c->rank);
+  a->comm = c;
+  int err = pthread_mutex_init(&a->mu, NULL);
+  if (err == 0 && (err = pthread_cond_init(&a->cv, NULL)) != 0) pthread_mutex_destroy(&a->mu);
+  if (err == 0 && (err = pthread_create(&a->thread, NULL, progress_main, a)) != 0) {
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+  }
+  if (err != 0) {
+    free(a);
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: starting the progress thread: %s", c->rank,
+                    strerror(err));
+  }
+  c->async = a;
+  return WEFT_SUCCESS;
+}
+
+static void enqueue(comm_async_t *a, weft_request_t *r) {
+  pthread_mutex_lock(&a->mu);
+  if (a->tail)
+    a->tail->next = r;
+  else
+    a->head = r;
+  a->tail = r;
+  pthread_cond_signal(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+static int async_idle(comm_async_t *a) {
+  pthread_mutex_lock(&a->mu);
+  int idle = !a->head && !a->busy;
+  pthread_mutex_unlock(&a->mu);
+  return idle;
+}
+
+weft_result_t comm_submit(weft_comm_t *c, const weft_call_t *call) {
+  if (!call) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", c->rank);
+  if (!c->async || async_idle(c->async)) return comm_call(c, call);
+  weft_request_t r;
+  WEFT_CHECK(request_init(&r, call, c->rank));
+  enqueue(c->async, &r);
+  pthread_mutex_lock(&r.mu);
+  while (!r.done) pthread_cond_wait(&r.cv, &r.mu);
+  pthread_mutex_unlock(&r.mu);
+  return request_take(&r);
+}
+
+void comm_async_stop(weft_comm_t *c, int abortive) {
+  comm_async_t *a = c->async;
+  if (!a) return;
+  pthread_mutex_lock(&a->mu);
+  weft_request_t *dropped = abortive ? a->head : NULL;
+  if (abortive) a->head = a->tail = NULL;
+  a->stop = 1;
+  pthread_cond_signal(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  while (dropped) {
+    weft_request_t *r = dropped;
+    dropped = r->next; /* read before completing: the request may be freed right after */
+    char msg[ERR_MSG_MAX];
+    snprintf(msg, sizeof msg,
+             "rank %d: %s (count %zu): the communicator was aborted before this operation ran "
+             "[%s:%d]",
+             c->rank, weft_coll_name(r->call.coll), r->call.count, __FILE__, __LINE__);
+    request_complete(r, WEFT_ERR_ABORTED, msg);
+  }
+  pthread_join(a->thread, NULL);
+  pthread_cond_destroy(&a->cv);
+  pthread_mutex_destroy(&a->mu);
+  free(a);
+  c->async = NULL;
+}
+
+weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req) {
+  if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+  *req = NULL;
+  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
+  if (!call) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", comm->rank);
+  if (!comm->async) WEFT_CHECK(async_start(comm));
+  weft_request_t *r = malloc(sizeof *r);
+  if (!r) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", comm->rank);
+  weft_result_t res = request_init(r, call, comm->rank);
+  if (res != WEFT_SUCCESS) {
+    free(r);
+    return res;
+  }
+  enqueue(comm->async, r);
+  *req = r;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                               weft_op_t op, weft_comm_t *comm, weft_request_t **req) {
+  weft_call_t k = {WEFT_COLL_ALL_REDUCE, sendbuf, recvbuf, count, dtype, op, -1, WEFT_ALGO_AUTO};
+  return weft_call_async(&k, comm, req);
+}
+
+weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              int root, weft_comm_t *comm, weft_request_t **req) {
+  weft_call_t k = {WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root,
+                   WEFT_ALGO_AUTO};
+  return weft_call_async(&k, comm, req);
+}
+
+weft_result_t weft_test(weft_request_t *req, int *done) {
+  if (!done) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_test: done pointer is NULL");
+  *done = 0;
+  if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_test: request is NULL");
+  pthread_mutex_lock(&req->mu);
+  int finished = req->done;
+  pthread_mutex_unlock(&req->mu);
+  if (!finished) return WEFT_SUCCESS;
+  *done = 1;
+  weft_result_t res = request_take(req);
+  free(req);
+  return res;
+}
+
+/* Absolute CLOCK_MONOTONIC time timeout_ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(int timeout_ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += timeout_ms / 1000;
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+weft_result_t weft_wait(weft_request_t *req, int timeout_ms) {
+  if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_wait: request is NULL");
+  struct timespec deadline = deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
+  int timed_out = 0;
+  pthread_mutex_lock(&req->mu);
+  while (!req->done && !timed_out) {
+    if (timeout_ms < 0)
+      pthread_cond_wait(&req->cv, &req->mu);
+    else
+      timed_out = pthread_cond_timedwait(&req->cv, &req->mu, &deadline) == ETIMEDOUT;
+  }
+  int finished = req->done;
+  pthread_mutex_unlock(&req->mu);
+  if (!finished)
+    return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                    "rank %d: weft_wait: %s (count %zu) not complete after %d ms; the request "
+                    "stays valid: wait or test it again",
+                    req->rank, weft_coll_name(req->call.coll), req->call.count, timeout_ms);
+  weft_result_t res = request_take(req);
+  free(req);
+  return res;
+}

@@ -127,13 +127,6 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
     (*seq)++;
     return WEFT_SUCCESS;
   }
-  /* The root of a broadcast forwards from its output, which now holds the data. */
-  const void *sendbuf = k->sendbuf;
-  if (k->coll == WEFT_COLL_BROADCAST) {
-    if (c->rank == k->root && !sh.in_place && k->count)
-      memcpy(k->recvbuf, k->sendbuf, k->count * esize);
-    sendbuf = k->recvbuf;
-  }
   double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh.recv_count : sh.send_count) *
                  (double)esize;
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
@@ -148,7 +141,7 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   res = algo->build(&s, &args);
-  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, sendbuf, k->recvbuf);
+  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf);
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",

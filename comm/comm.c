@@ -8,8 +8,9 @@
 #include "bootstrap/env.h"
 #include "bootstrap/rendezvous.h"
 #include "common/net.h"
+#include "common/trace.h"
 
-static weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
+weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   weft_comm_t *c = calloc(1, sizeof *c);
   if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
   c->rank = rank;
@@ -30,7 +31,7 @@ static weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   return WEFT_SUCCESS;
 }
 
-static void comm_free(weft_comm_t *c, int abortive) {
+void comm_free(weft_comm_t *c, int abortive) {
   if (!c) return;
   for (int p = 0; p < c->nranks; p++)
     if (c->conns[p]) c->conns[p]->ops->close(c->conns[p], abortive);
@@ -88,28 +89,24 @@ static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
   c->local_size = local_size;
 }
 
-static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint64_t job) {
-  weft_result_t res;
-  boot_session_t *boot = NULL;
-  boot_record_t *all = NULL;
-  net_addr_t advertise;
-  boot_params_t bp = {c->rank, c->nranks, host, port, job, &c->config};
-  c->comm_id = boot_comm_id(job, host, port);
-  WEFT_CHECK(boot_open(&bp, &boot, &advertise));
+weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
   const transport_ops_t *t = &tcp_transport_ops;
-  transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &advertise};
-  boot_record_t mine;
-  memset(&mine, 0, sizeof mine);
-  all = calloc((size_t)c->nranks, sizeof *all);
+  transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise};
+  memset(mine, 0, sizeof *mine);
+  if (t->addr_size > sizeof mine->addr)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: %s address of %zu bytes does not fit a record",
+                    c->rank, t->name, t->addr_size);
+  WEFT_CHECK(t->create(&tp, &c->transport));
+  t->local_addr(c->transport, mine->addr);
+  boot_host_id(mine->host_id, sizeof mine->host_id);
+  return WEFT_SUCCESS;
+}
+
+weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure) {
+  const transport_ops_t *t = c->transport->ops;
   c->peer_addrs = calloc((size_t)c->nranks, t->addr_size);
-  if (!all || !c->peer_addrs || t->addr_size > sizeof mine.addr) {
-    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
-    goto done;
-  }
-  WEFT_CHECK_GOTO(t->create(&tp, &c->transport), res, done);
-  t->local_addr(c->transport, mine.addr);
-  boot_host_id(mine.host_id, sizeof mine.host_id);
-  WEFT_CHECK_GOTO(boot_exchange(boot, &mine, all), res, done);
+  if (!c->peer_addrs)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
   for (int r = 0; r < c->nranks; r++)
     memcpy(c->peer_addrs + (size_t)r * t->addr_size, all[r].addr, t->addr_size);
   if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
@@ -121,13 +118,15 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
     conn_t *unused;
     int right = (c->rank + 1) % c->nranks, left = (c->rank - 1 + c->nranks) % c->nranks;
     int first = right < left ? right : left, second = right < left ? left : right;
-    WEFT_CHECK_GOTO(comm_get_conn(c, first, &unused), res, done);
-    WEFT_CHECK_GOTO(comm_get_conn(c, second, &unused), res, done);
+    WEFT_CHECK(comm_get_conn(c, first, &unused));
+    WEFT_CHECK(comm_get_conn(c, second, &unused));
   }
-  WEFT_CHECK_GOTO(cost_model_measure(c), res, done);
+  /* Every rank published its address after it started listening, so all peers listen now. */
+  c->transport->peers_listening = 1;
+  if (measure) WEFT_CHECK(cost_model_measure(c));
   if (c->config.debug >= 1) {
     char where[NET_ADDR_STRLEN];
-    net_addr_str((const net_addr_t *)mine.addr, where, sizeof where);
+    net_addr_str((const net_addr_t *)all[c->rank].addr, where, sizeof where);
     fprintf(stderr,
             "weft rank %d/%d: local rank %d/%d, tcp at %s (%d socket(s) per peer), slices of %zu "
             "bytes, %d in flight, timeout %d ms; cost model alpha %.2f us, beta %.3f ns/B, gamma "
@@ -136,7 +135,25 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
             c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
             c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);
   }
-  res = WEFT_SUCCESS;
+  return WEFT_SUCCESS;
+}
+
+/* Init's exchange goes through the bootstrap store (split's through the parent: split.c). */
+static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint64_t job) {
+  weft_result_t res;
+  boot_session_t *boot = NULL;
+  boot_params_t bp = {c->rank, c->nranks, host, port, job, &c->config};
+  c->comm_id = boot_comm_id(job, host, port);
+  WEFT_CHECK(boot_open(&bp, &boot, &c->advertise));
+  boot_record_t mine;
+  boot_record_t *all = calloc((size_t)c->nranks, sizeof *all);
+  if (!all) {
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+    goto done;
+  }
+  WEFT_CHECK_GOTO(comm_open_transport(c, &mine), res, done);
+  WEFT_CHECK_GOTO(boot_exchange(boot, &mine, all), res, done);
+  res = comm_connect(c, all, 1);
 done:
   free(all);
   boot_close(boot);
@@ -168,6 +185,8 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
     c->local_size = local_size;
     res = comm_setup(c, host, port, job);
   }
+  /* After setup, which fills in c->exec: a failed init leaves no trace file behind. */
+  if (res == WEFT_SUCCESS) res = trace_open(&c->exec.trace, &c->config, rank, nranks);
   if (res != WEFT_SUCCESS) {
     comm_free(c, 1);
     return res;
@@ -196,14 +215,20 @@ weft_result_t weft_comm_init_env(weft_comm_t **comm) {
                      boot_job_hash(env.job_id), env.local_rank, env.local_size);
 }
 
+/* Both write the trace after closing the connections: a large one takes a while to write, and
+ * peers must not wait for that (least of all after an abort). */
 weft_result_t weft_comm_destroy(weft_comm_t *comm) {
+  if (comm) comm_async_stop(comm, 0);
+  trace_t *trace = comm ? comm->exec.trace : NULL;
   comm_free(comm, 0);
-  return WEFT_SUCCESS;
+  return trace_close(trace);
 }
 
 weft_result_t weft_comm_abort(weft_comm_t *comm) {
+  if (comm) comm_async_stop(comm, 1);
+  trace_t *trace = comm ? comm->exec.trace : NULL;
   comm_free(comm, 1);
-  return WEFT_SUCCESS;
+  return trace_close(trace);
 }
 
 #define QUERY(fn, field)                                                              \

@@ -4,11 +4,13 @@
 
 #include <stdint.h>
 
+#include "bootstrap/rendezvous.h"
 #include "collectives/algo_select.h"
 #include "collectives/algorithms.h"
 #include "collectives/executor.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/net.h"
 #include "include/weft.h"
 #include "transport/transport.h"
 
@@ -27,7 +29,28 @@ struct weft_comm {
   cost_model_t model;            /* alpha, beta, gamma: the same on every rank */
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
+  net_addr_t advertise;     /* where this rank's transports listen (port 0): splits reuse it */
+  uint64_t nsplits;         /* splits and dups of this communicator so far: new comm_ids */
+  struct comm_async *async; /* the progress thread and its queue, from the first async call */
 };
+
+typedef struct comm_async comm_async_t;
+
+/* Creation steps shared by init (records exchanged through the bootstrap store) and split
+ * (through the parent communicator). comm_alloc: a communicator with nothing set up; comm_free:
+ * its teardown, closing connections in order or at once. */
+weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out);
+void comm_free(weft_comm_t *comm, int abortive);
+/* Creates this rank's transport on comm->advertise for comm->comm_id and fills `mine` with what
+ * peers need to reach it (its address and this host's identity). */
+weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
+/* Everything after the exchange: all[r] is rank r's record. Records the addresses, derives local
+ * rank and size unless known, connects the ring, and measures the cost model if `measure`. */
+weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int measure);
+
+/* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`
+ * failing the operations not yet started with WEFT_ERR_ABORTED. */
+void comm_async_stop(weft_comm_t *comm, int abortive);
 
 /* The connection to `peer`, set up on first use (executor callback). */
 weft_result_t comm_get_conn(void *comm, int peer, conn_t **out);

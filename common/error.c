@@ -31,6 +31,11 @@ weft_result_t err_context(weft_result_t code, const char *fmt, ...) {
   return code;
 }
 
+weft_result_t err_set_message(weft_result_t code, const char *msg) {
+  snprintf(last_error, sizeof last_error, "%s", msg);
+  return code;
+}
+
 const char *err_last(void) { return last_error; }
 
 void err_clear(void) { last_error[0] = '\0'; }

@@ -22,6 +22,10 @@ weft_result_t err_set(weft_result_t code, const char *file, int line, const char
 weft_result_t err_context(weft_result_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Makes `msg` this thread's last error as it is and returns `code`: for a message recorded on
+ * another thread (an asynchronous operation's, on the progress thread). */
+weft_result_t err_set_message(weft_result_t code, const char *msg);
+
 /* This thread's last message ("" if none). */
 const char *err_last(void);
 void err_clear(void);

@@ -216,7 +216,16 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
 
 /* A request stands for one operation in flight. Operations on one communicator complete in the
  * order they were issued, blocking calls included; a progress thread runs them, so the caller
- * computes meanwhile. The buffers must stay untouched until the request completes. */
+ * computes meanwhile. The buffers must stay untouched until the request completes.
+ *
+ * Threads: the communicator's own thread rule still holds (one thread at a time calls into it);
+ * weft_test and weft_wait touch only the request, so the issuing thread may call them while the
+ * progress thread works, and an operation's error becomes that thread's weft_last_error().
+ * weft_comm_destroy runs every queued operation first; weft_comm_abort completes those not yet
+ * started with WEFT_ERR_ABORTED at once and waits for the one running (it ends when its peers
+ * finish it, one fails, or WEFT_TIMEOUT_MS passes without progress). Either way each request
+ * stays valid, and must still be completed by weft_test or weft_wait, which free it. The
+ * operation's own errors, argument checks included, come back from weft_test or weft_wait. */
 typedef struct weft_request weft_request_t;
 
 weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req);
@@ -238,7 +247,8 @@ weft_result_t weft_wait(weft_request_t *req, int timeout_ms);
 
 /* Like MPI_Comm_split / ncclCommSplit: collective over `comm`; ranks with the same color form a
  * new communicator, ordered by key then by rank in `comm`. color WEFT_SPLIT_NOCOLOR gives
- * *newcomm = NULL. The new communicator is independent of `comm` (its own connections). */
+ * *newcomm = NULL. The new communicator is independent of `comm` (its own connections) and
+ * starts with its settings: WEFT_* knobs, WEFT_ALGO and the cost model. */
 #define WEFT_SPLIT_NOCOLOR (-1)
 weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm);
 /* A new communicator of the same ranks (collective over `comm`). */

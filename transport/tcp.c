@@ -222,9 +222,17 @@ static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_b
   tcp_transport_t *t = (tcp_transport_t *)base;
   tcp_conn_t *c = NULL;
   WEFT_CHECK(conn_alloc(t, peer, &c));
-  int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
-  weft_result_t res = t->rank < peer ? connect_active(t, c, peer_blob, deadline)
-                                     : connect_passive(t, c, deadline);
+  /* During init peers may not listen yet, so both sides wait the whole connect timeout. Later, a
+   * connection on first use: the connecting side gets a short bound (refused = the peer is gone),
+   * the accepting side waits as long as any collective waits for a late peer. */
+  int active_ms = t->cfg->connect_timeout_ms, passive_ms = t->cfg->connect_timeout_ms;
+  if (t->base.peers_listening) {
+    active_ms = active_ms < 5000 ? active_ms : 5000;
+    passive_ms = t->cfg->timeout_ms;
+  }
+  int64_t now = clock_now_ms();
+  weft_result_t res = t->rank < peer ? connect_active(t, c, peer_blob, now + active_ms)
+                                     : connect_passive(t, c, now + passive_ms);
   for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
     res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
     if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);

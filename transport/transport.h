@@ -83,6 +83,10 @@ struct conn {
 
 struct transport {
   const transport_ops_t *ops;
+  /* Set by the communicator once every rank has published its address, i.e. every peer is
+   * listening. From then on a refused connection means the peer is gone, so connect() gives up at
+   * once instead of retrying for the whole connect timeout. */
+  int peers_listening;
 };
 
 /* The transports this build has. */

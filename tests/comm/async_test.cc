@@ -1,0 +1,387 @@
+// async_test.cc -- requests across real processes: many in flight complete in issue order, a
+// blocking call queues behind them, weft_test polls, weft_wait times out and stays valid, the
+// progress thread runs while the caller computes, and a dead peer's error reaches weft_wait.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/collectives_mp/rank_body.h"
+#include "tests/harness/mp_harness.h"
+
+namespace {
+
+std::string fail(int rank, const std::string& what, weft_result_t r) {
+  return "rank " + std::to_string(rank) + ": " + what + ": " + weft_result_string(r) + ": " +
+         weft_last_error();
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Joins, runs body, destroys; the body's message is the rank's.
+std::string with_comm(int rank, int n, int port,
+                      const std::function<std::string(weft_comm_t*)>& body) {
+  weft_comm_t* comm;
+  std::string err = join(rank, n, port, &comm);
+  if (!err.empty()) return err;
+  err = body(comm);
+  weft_comm_destroy(comm);
+  return err;
+}
+
+// The in-place chain: each op maps x to n*x (sum) or x^n (prod) once all ranks agree, and those
+// do not commute, so the final value tells whether the ops ran in issue order. With n odd and x
+// odd both maps are bijections on odd uint64 values, so no order collapses to the same value
+// (with n even, doublings and squarings soon turn every value into 0).
+uint64_t chain_input(int rank, size_t j) { return 2 * ((uint64_t)rank * 7 + j) + 1; }
+
+uint64_t chain_expected(const std::vector<weft_op_t>& ops, int n, size_t j, uint64_t* blocked) {
+  uint64_t x = 0, p = 1;
+  for (int r = 0; r < n; r++) {
+    x += chain_input(r, j);
+    p *= chain_input(r, j);
+  }
+  if (ops[0] == WEFT_PROD) x = p;
+  for (size_t i = 1; i < ops.size(); i++) {
+    if (ops[i] == WEFT_SUM) {
+      x *= (uint64_t)n;
+    } else {
+      uint64_t y = 1;
+      for (int r = 0; r < n; r++) y *= x;
+      x = y;
+    }
+  }
+  *blocked = x * (uint64_t)n;  // the blocking sum issued after the chain
+  return x;
+}
+
+std::string fifty_in_flight(int rank, int n, weft_comm_t* comm) {
+  const int kOps = 50;
+  const size_t kChain = 1000;
+  std::mt19937 same(12345);  // the same sequence of ops on every rank
+  std::vector<weft_op_t> ops(kOps);
+  for (auto& op : ops) op = same() % 2 ? WEFT_SUM : WEFT_PROD;
+  // The check below can only fail if an order change changes the value: make sure it does.
+  std::vector<weft_op_t> swapped = ops;
+  size_t d = 1;
+  while (d + 1 < swapped.size() && swapped[d] == swapped[d + 1]) d++;
+  std::swap(swapped[d], swapped[d + 1]);
+  uint64_t b1, b2;
+  if (chain_expected(ops, n, 0, &b1) == chain_expected(swapped, n, 0, &b2) || b1 == b2)
+    return "test bug: swapping two operations of the chain does not change its value";
+  std::vector<uint64_t> chain(kChain);
+  for (size_t j = 0; j < kChain; j++) chain[j] = chain_input(rank, j);
+  // Independent operations with their own data: all-reduces and broadcasts, sizes 1..~5000.
+  std::vector<std::vector<int64_t>> send(kOps), recv(kOps);
+  std::vector<weft_request_t*> reqs;
+  for (int i = 0; i < kOps; i++) {
+    weft_request_t* req;
+    weft_result_t r =
+        weft_iall_reduce(chain.data(), chain.data(), kChain, WEFT_UINT64, ops[i], comm, &req);
+    if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce chain " + std::to_string(i), r);
+    reqs.push_back(req);
+    size_t count = 1 + (size_t)i * 997 % 5000;
+    send[i].resize(count);
+    recv[i].assign(count, -1);
+    for (size_t j = 0; j < count; j++) send[i][j] = (int64_t)(rank + 1) * (i + 1) + (int64_t)j;
+    if (i % 5 == 4)
+      r = weft_ibroadcast(send[i].data(), recv[i].data(), count, WEFT_INT64, i % n, comm, &req);
+    else
+      r = weft_iall_reduce(send[i].data(), recv[i].data(), count, WEFT_INT64, WEFT_SUM, comm, &req);
+    if (r != WEFT_SUCCESS) return fail(rank, "issuing op " + std::to_string(i), r);
+    reqs.push_back(req);
+  }
+  // Blocking, issued last: it must run after all of the above and see their result.
+  weft_result_t r =
+      weft_all_reduce(chain.data(), chain.data(), kChain, WEFT_UINT64, WEFT_SUM, comm, nullptr);
+  if (r != WEFT_SUCCESS) return fail(rank, "blocking all_reduce after the requests", r);
+  for (size_t j = 0; j < kChain; j++) {
+    uint64_t after;
+    chain_expected(ops, n, j, &after);
+    if (chain[j] != after)
+      return "rank " + std::to_string(rank) + ": chain element " + std::to_string(j) + " is " +
+             std::to_string(chain[j]) + ", want " + std::to_string(after) +
+             " (ops ran out of issue order, or the blocking call overtook them)";
+  }
+  // Wait in a random order, alternating weft_wait and weft_test polling.
+  std::vector<size_t> order(reqs.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(rank + 1));
+  for (size_t k = 0; k < order.size(); k++) {
+    weft_request_t* req = reqs[order[k]];
+    if (k % 2) {
+      r = weft_wait(req, -1);
+    } else {
+      int done = 0;
+      while ((r = weft_test(req, &done)) == WEFT_SUCCESS && !done) {
+      }
+    }
+    if (r != WEFT_SUCCESS) return fail(rank, "completing request " + std::to_string(order[k]), r);
+  }
+  for (int i = 0; i < kOps; i++) {
+    for (size_t j = 0; j < recv[i].size(); j++) {
+      int64_t want = i % 5 == 4 ? (int64_t)(i % n + 1) * (i + 1) + (int64_t)j
+                                : (int64_t)(i + 1) * n * (n + 1) / 2 + (int64_t)j * n;
+      if (recv[i][j] != want)
+        return "rank " + std::to_string(rank) + ": op " + std::to_string(i) + " element " +
+               std::to_string(j) + " is " + std::to_string(recv[i][j]) + ", want " +
+               std::to_string(want);
+    }
+  }
+  return "";
+}
+
+TEST(Async, FiftyInFlightCompleteInIssueOrderAndABlockingCallWaitsForThem) {
+  for (int n : {3, 5}) {
+    auto res = mp_run(
+        n,
+        [](int rank, int nr, int port) {
+          return with_comm(rank, nr, port,
+                           [&](weft_comm_t* c) { return fifty_in_flight(rank, nr, c); });
+        },
+        120000);
+    EXPECT_EQ(mp_summary(res), "") << n << " ranks";
+  }
+}
+
+// Rank 1 joins the operation late, so rank 0's first tests must say "not done" without blocking.
+TEST(Async, TestPollsWithoutBlocking) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) {
+        return with_comm(rank, n, port, [&](weft_comm_t* comm) -> std::string {
+          if (rank == 1) usleep(300 * 1000);
+          std::vector<int32_t> buf(1000, rank + 1);
+          weft_request_t* req;
+          weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_INT32,
+                                             WEFT_SUM, comm, &req);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+          int done = 0;
+          long not_done = 0;
+          double deadline = now_s() + 30;
+          while ((r = weft_test(req, &done)) == WEFT_SUCCESS && !done) {
+            if (now_s() > deadline) return "rank " + std::to_string(rank) + ": never completed";
+            not_done++;
+          }
+          if (r != WEFT_SUCCESS) return fail(rank, "weft_test", r);
+          if (rank == 0 && not_done == 0)
+            return "rank 0: weft_test never reported the operation running, though rank 1 joined "
+                   "300 ms late (does weft_test block?)";
+          for (int32_t v : buf)
+            if (v != 3) return "rank " + std::to_string(rank) + ": got " + std::to_string(v);
+          return "";
+        });
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+TEST(Async, WaitTimesOutAndTheRequestStaysValid) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) {
+        return with_comm(rank, n, port, [&](weft_comm_t* comm) -> std::string {
+          if (rank == 1) usleep(1500 * 1000);
+          std::vector<float> buf(4096, 1.0f + rank);
+          weft_request_t* req;
+          weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32,
+                                             WEFT_SUM, comm, &req);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+          if (rank == 0) {
+            r = weft_wait(req, 200);
+            std::string msg = weft_last_error();
+            if (r != WEFT_ERR_TIMEOUT)
+              return std::string("rank 0: weft_wait(200 ms) returned ") + weft_result_string(r) +
+                     " while rank 1 sleeps";
+            if (!contains(msg, "weft_wait") || !contains(msg, "all_reduce") ||
+                !contains(msg, "200 ms"))
+              return "rank 0: timeout message lacks the call and the time: " + msg;
+            int done = 1;
+            r = weft_test(req, &done);
+            if (r != WEFT_SUCCESS || done) return "rank 0: after the timeout, test says done";
+          }
+          r = weft_wait(req, -1);
+          if (r != WEFT_SUCCESS) return fail(rank, "weft_wait after the timeout", r);
+          for (float v : buf)
+            if (v != 3.0f) return "rank " + std::to_string(rank) + ": got " + std::to_string(v);
+          return "";
+        });
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+// Rank 0 computes without calling weft until the others have finished their side of a 64 MiB
+// all-reduce: they can only finish if rank 0's progress thread ran its side meanwhile.
+TEST(Async, ProgressThreadRunsWhileTheCallerComputes) {
+  auto* finished =
+      static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(finished, MAP_FAILED);
+  new (finished) std::atomic<int>(0);
+  auto res = mp_run(
+      3,
+      [&](int rank, int n, int port) {
+        return with_comm(rank, n, port, [&](weft_comm_t* comm) -> std::string {
+          std::vector<float> buf((size_t)16 << 20, 1.0f + rank);  // 64 MiB
+          weft_request_t* req;
+          weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32,
+                                             WEFT_SUM, comm, &req);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+          if (rank != 0) {
+            r = weft_wait(req, -1);
+            finished->fetch_add(1);
+          } else {
+            volatile uint64_t sink = 1;
+            double deadline = now_s() + 60;
+            while (finished->load() < n - 1) {
+              for (int i = 0; i < 100000; i++) sink = sink * 6364136223846793005ULL + 1;
+              if (now_s() > deadline)
+                return "rank 0: the other ranks did not finish while rank 0 computed: nothing "
+                       "ran rank 0's side of the operation";
+            }
+            int done = 0;
+            while ((r = weft_test(req, &done)) == WEFT_SUCCESS && !done) {
+              if (now_s() > deadline) return "rank 0: the operation never completed";
+            }
+          }
+          if (r != WEFT_SUCCESS) return fail(rank, "completing the 64 MiB all_reduce", r);
+          for (size_t i = 0; i < buf.size(); i += 4093)
+            if (buf[i] != 6.0f)
+              return "rank " + std::to_string(rank) + ": got " + std::to_string(buf[i]);
+          return "";
+        });
+      },
+      120000);
+  EXPECT_EQ(mp_summary(res), "");
+  munmap(finished, sizeof(std::atomic<int>));
+}
+
+TEST(Async, DeadPeerFailsTheRequestWithItsMessage) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "20000", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (rank == 2) {
+          usleep(200 * 1000);
+          raise(SIGKILL);  // no cleanup: the kernel closes its sockets
+        }
+        std::vector<float> buf((size_t)4 << 20, 1.0f);
+        weft_request_t* req;
+        double t0 = now_s();
+        weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32,
+                                           WEFT_SUM, comm, &req);
+        if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+        r = weft_wait(req, -1);
+        std::string msg = weft_last_error();
+        if (r == WEFT_SUCCESS) return "rank " + std::to_string(rank) + ": succeeded";
+        if (now_s() - t0 > 10) return "error only after the timeout: " + msg;
+        if (!contains(msg, "rank " + std::to_string(rank)) || !contains(msg, "all_reduce"))
+          return "message does not name this rank and the call: " + msg;
+        // The communicator is failed now: blocking and async calls say so.
+        r = weft_all_reduce(buf.data(), buf.data(), 1, WEFT_FLOAT32, WEFT_SUM, comm, nullptr);
+        if (r != WEFT_ERR_COMM_FAILED) return fail(rank, "blocking call after the failure", r);
+        if ((r = weft_iall_reduce(buf.data(), buf.data(), 1, WEFT_FLOAT32, WEFT_SUM, comm, &req)) !=
+                WEFT_SUCCESS ||
+            (r = weft_wait(req, -1)) != WEFT_ERR_COMM_FAILED)
+          return fail(rank, "async call after the failure", r);
+        weft_comm_abort(comm);
+        return "OK:" + msg;
+      },
+      60000);
+  EXPECT_FALSE(res[2].exited) << "rank 2 should have been killed";
+  for (int r : {0, 1}) EXPECT_TRUE(contains(res[r].message, "OK:")) << res[r].message;
+  EXPECT_TRUE(contains(res[0].message, "rank 2") || contains(res[1].message, "rank 2"))
+      << res[0].message << "\n"
+      << res[1].message;
+}
+
+// Destroy runs what is queued; the requests stay valid after it and complete with the data.
+TEST(Async, DestroyDrainsTheQueue) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        std::vector<std::vector<int32_t>> bufs(10, std::vector<int32_t>(100000, rank + 1));
+        std::vector<weft_request_t*> reqs(bufs.size());
+        for (size_t i = 0; i < bufs.size(); i++) {
+          weft_result_t r = weft_iall_reduce(bufs[i].data(), bufs[i].data(), bufs[i].size(),
+                                             WEFT_INT32, WEFT_SUM, comm, &reqs[i]);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+        }
+        weft_comm_destroy(comm);
+        for (size_t i = 0; i < bufs.size(); i++) {
+          weft_result_t r = weft_wait(reqs[i], 0);
+          if (r != WEFT_SUCCESS)
+            return fail(rank, "request " + std::to_string(i) + " after destroy", r);
+          if (bufs[i][99999] != 3) return "rank " + std::to_string(rank) + ": wrong data";
+        }
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+// Abort fails what has not started at once and lets the running operation finish.
+TEST(Async, AbortFailsTheQueuedOperations) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        std::vector<int32_t> buf(1000, rank + 1);
+        if (rank == 1) {
+          usleep(1000 * 1000);
+          weft_result_t r =
+              weft_all_reduce(buf.data(), buf.data(), 1000, WEFT_INT32, WEFT_SUM, comm, nullptr);
+          weft_comm_destroy(comm);
+          return r == WEFT_SUCCESS ? "" : fail(rank, "all_reduce", r);
+        }
+        weft_request_t* reqs[3];
+        for (auto& req : reqs) {
+          weft_result_t r =
+              weft_iall_reduce(buf.data(), buf.data(), 1000, WEFT_INT32, WEFT_SUM, comm, &req);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+        }
+        usleep(300 * 1000);  // the first operation is under way, waiting for rank 1
+        weft_comm_abort(comm);
+        weft_result_t r = weft_wait(reqs[0], 0);
+        if (r != WEFT_SUCCESS) return fail(rank, "the running operation", r);
+        if (buf[0] != 3) return "rank 0: wrong data " + std::to_string(buf[0]);
+        for (int i = 1; i < 3; i++) {
+          r = weft_wait(reqs[i], 0);
+          std::string msg = weft_last_error();
+          if (r != WEFT_ERR_ABORTED || !contains(msg, "aborted") || !contains(msg, "all_reduce"))
+            return "rank 0: queued request " + std::to_string(i) + ": " + weft_result_string(r) +
+                   ": " + msg;
+        }
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+}  // namespace
