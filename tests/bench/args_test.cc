@@ -163,7 +163,68 @@ TEST(Args, Ops) {
 TEST(Args, Collectives) {
   EXPECT_EQ(Parse({"-C", "allreduce"}).args.coll, BENCH_ALL_REDUCE);
   EXPECT_EQ(Parse({"--coll", "bcast"}).args.coll, BENCH_BROADCAST);
-  ExpectError({"-C", "all_gather"}, "-C: unknown collective 'all_gather'");
+  EXPECT_EQ(Parse({"-C", "reduce"}).args.coll, BENCH_REDUCE);
+  EXPECT_EQ(Parse({"-C", "all_gather"}).args.coll, BENCH_ALL_GATHER);
+  EXPECT_EQ(Parse({"-C", "allgather"}).args.coll, BENCH_ALL_GATHER);
+  EXPECT_EQ(Parse({"-C", "reduce_scatter"}).args.coll, BENCH_REDUCE_SCATTER);
+  EXPECT_EQ(Parse({"-C", "reducescatter"}).args.coll, BENCH_REDUCE_SCATTER);
+  EXPECT_EQ(Parse({"-C", "sendrecv"}).args.coll, BENCH_SENDRECV);
+  EXPECT_EQ(Parse({"-Cbarrier"}).args.coll, BENCH_BARRIER);
+  EXPECT_EQ(Parse({"-C", "barrier"}).args.coll_given, 1);
+  EXPECT_EQ(Parse({}).args.coll_given, 0);
+  ExpectError({"-C", "alltoall"}, "-C: unknown collective 'alltoall' (all_reduce broadcast");
+  ExpectError({"-C", "gather"}, "sendrecv barrier)");
+  for (int c = 0; c < BENCH_NUM_COLLS; c++) {
+    bench_coll_t parsed;
+    const char *name = bench_coll_name(static_cast<bench_coll_t>(c));
+    ASSERT_NE(name, nullptr);
+    ASSERT_EQ(bench_coll_parse(name, &parsed), 0) << name;
+    EXPECT_EQ(parsed, c) << name;
+  }
+}
+
+// The names weft-bench prints are nccl-tests' and map onto weft's operations.
+TEST(Args, CollectiveProperties) {
+  EXPECT_EQ(bench_coll_weft(BENCH_ALL_GATHER), WEFT_COLL_ALL_GATHER);
+  EXPECT_EQ(bench_coll_weft(BENCH_REDUCE_SCATTER), WEFT_COLL_REDUCE_SCATTER);
+  EXPECT_EQ(bench_coll_weft(BENCH_SENDRECV), WEFT_COLL_SEND);
+  EXPECT_EQ(bench_coll_weft(BENCH_BARRIER), WEFT_COLL_BARRIER);
+  EXPECT_EQ(bench_coll_weft(BENCH_NUM_COLLS), WEFT_NUM_COLLS);
+  int reducing = 0, rooted = 0;
+  for (int c = 0; c < BENCH_NUM_COLLS; c++) {
+    reducing += bench_coll_reduces(static_cast<bench_coll_t>(c));
+    rooted += bench_coll_rooted(static_cast<bench_coll_t>(c));
+  }
+  EXPECT_EQ(reducing, 3);  // all_reduce, reduce, reduce_scatter
+  EXPECT_EQ(rooted, 2);    // broadcast, reduce
+  EXPECT_TRUE(bench_coll_reduces(BENCH_REDUCE_SCATTER));
+  EXPECT_TRUE(bench_coll_rooted(BENCH_REDUCE));
+}
+
+TEST(Args, Algo) {
+  EXPECT_STREQ(Parse({}).args.algo, "auto");
+  EXPECT_STREQ(Parse({"-A", "tree"}).args.algo, "tree");
+  EXPECT_STREQ(Parse({"--algo=all"}).args.algo, "all");
+  EXPECT_STREQ(Parse({"-Aring"}).args.algo, "ring");
+  // The name is checked against the build later (algos.h); here only its form.
+  ExpectError({"-A", ""}, "-A: '' is not an algorithm name");
+  ExpectError({"-A", "a_name_far_too_long_for_any_algorithm"}, "-A:");
+  ExpectError({"-A"}, "option -A (--algo) needs a value");
+}
+
+TEST(Args, Tune) {
+  EXPECT_STREQ(Parse({}).args.tune_file, "");
+  EXPECT_STREQ(Parse({"--tune", "/tmp/t.txt"}).args.tune_file, "/tmp/t.txt");
+  EXPECT_STREQ(Parse({"--tune=t2"}).args.tune_file, "t2");
+  EXPECT_EQ(Parse({"--tune", "t", "-C", "broadcast"}).rc, BENCH_ARGS_OK);
+  ExpectError({"--tune"}, "option --tune needs a value");
+  ExpectError({"--tune", "t", "-A", "ring"}, "--tune times every algorithm");
+  ExpectError({"--tune", "t", "-C", "sendrecv"}, "sendrecv has one algorithm");
+  char err[256];
+  Parsed p = Parse({"--tune", "t"});
+  EXPECT_EQ(bench_args_check_world(&p.args, 1, err, sizeof err), BENCH_ARGS_ERROR);
+  EXPECT_STREQ(err, "--tune needs 2 ranks or more: one rank sends nothing to measure");
+  EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_OK);
 }
 
 TEST(Args, IntegerRanges) {
@@ -214,6 +275,19 @@ TEST(Args, RootAgainstWorld) {
   EXPECT_STREQ(err, "-r: root 3 is not a rank of this job of 3 ranks");
   // all_reduce has no root: nccl-tests ignores -r there, and so does weft-bench.
   p = Parse({"-r", "3"});
+  EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_OK);
+  p = Parse({"-C", "reduce", "-r", "2"});
+  EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_ERROR);
+  EXPECT_STREQ(err, "-r: root 2 is not a rank of this job of 2 ranks");
+  p = Parse({"-C", "all_gather", "-r", "2"});
+  EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_OK);
+}
+
+TEST(Args, SendrecvNeedsTwoRanks) {
+  char err[256];
+  Parsed p = Parse({"-C", "sendrecv"});
+  EXPECT_EQ(bench_args_check_world(&p.args, 1, err, sizeof err), BENCH_ARGS_ERROR);
+  EXPECT_STREQ(err, "-C sendrecv needs 2 ranks or more (weft has no send to self)");
   EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_OK);
 }
 

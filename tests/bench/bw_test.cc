@@ -29,6 +29,34 @@ TEST(Bw, BroadcastBusBwIsAlgBw) {
   }
 }
 
+// PERFORMANCE.md's factors: all_gather and reduce_scatter (n-1)/n of algbw, which nccl-tests
+// computes from the whole gathered (scattered) buffer; broadcast, reduce, sendrecv 1; barrier moves
+// no data.
+TEST(Bw, FactorPerCollective) {
+  for (int n : {1, 2, 3, 4, 8, 13}) {
+    double d = n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_REDUCE, n), 2 * (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_GATHER, n), (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_REDUCE_SCATTER, n), (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_BROADCAST, n), 1.0) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_REDUCE, n), 1.0) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_SENDRECV, n), 1.0) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_BARRIER, n), 0.0) << n;
+  }
+  EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_GATHER, 0), 0.0);
+  EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_NUM_COLLS, 4), 0.0);
+}
+
+// An all_gather of 1 GiB total on 4 ranks in 1 s: algbw 1.073741824 GB/s, busbw 3/4 of it.
+TEST(Bw, AllGatherUsesTheTotalSize) {
+  bench_bw_t bw = bench_bw(BENCH_ALL_GATHER, 4, 1u << 30, 1e6);
+  EXPECT_DOUBLE_EQ(bw.algbw, 1.073741824);
+  EXPECT_DOUBLE_EQ(bw.busbw, 1.073741824 * 0.75);
+  bw = bench_bw(BENCH_BARRIER, 4, 0, 12.5);
+  EXPECT_EQ(bw.algbw, 0.0);
+  EXPECT_EQ(bw.busbw, 0.0);
+}
+
 TEST(Bw, ZeroTimeOrSizeGivesZero) {
   bench_bw_t bw = bench_bw(BENCH_ALL_REDUCE, 4, 4096, 0.0);
   EXPECT_EQ(bw.algbw, 0.0);

@@ -35,7 +35,7 @@ TEST(Table, AllReduceRow) {
   bench_result_t oop = {57.63, 0.07, 0.11, 0};
   bench_result_t ip = {12345.6, 21.2345, 31.85175, 3};
   char buf[512];
-  bench_table_row(buf, sizeof buf, &a, 4096, &oop, &ip);
+  bench_table_row(buf, sizeof buf, &a, 4096, 1024, &oop, &ip);
   EXPECT_EQ(std::string(buf),
             "        4096          1024     float     sum      -1    57.63    0.07    0.11      0"
             "    12346   21.23   31.85      3\n");
@@ -46,7 +46,7 @@ TEST(Table, RowColumnsLineUpWithHeader) {
   bench_result_t r = {1.0, 1.0, 1.0, 0};
   char row[512];
   char header[1024];
-  bench_table_row(row, sizeof row, &a, 4, &r, &r);
+  bench_table_row(row, sizeof row, &a, 4, 1, &r, &r);
   bench_table_header(header, sizeof header);
   std::string second = std::string(header).substr(std::string(header).find('\n') + 1);
   second = second.substr(0, second.find('\n') + 1);
@@ -58,10 +58,54 @@ TEST(Table, BroadcastRowShowsRootAndNoOp) {
   bench_result_t oop = {150.25, 1.5, 1.5, -1};
   bench_result_t ip = {9.999, 12.0, 12.0, -1};
   char buf[512];
-  bench_table_row(buf, sizeof buf, &a, 1u << 20, &oop, &ip);
+  bench_table_row(buf, sizeof buf, &a, 1u << 20, 524288, &oop, &ip);
   EXPECT_EQ(std::string(buf),
             "     1048576        524288  bfloat16    none       3    150.2    1.50    1.50    N/A"
             "    10.00   12.00   12.00    N/A\n");
+}
+
+// nccl-tests' columns per collective: reduce prints its op and root; all_gather neither; the size
+// and count columns are whatever shape.h computed (here all_gather's total and per-rank count).
+TEST(Table, RedopAndRootPerCollective) {
+  bench_result_t r = {10.0, 1.0, 0.75, 0};
+  char buf[512];
+  bench_args_t a = Args(BENCH_REDUCE, WEFT_INT32, WEFT_MIN, 2);
+  bench_table_row(buf, sizeof buf, &a, 4096, 1024, &r, &r);
+  EXPECT_EQ(std::string(buf).substr(0, 52), "        4096          1024     int32     min       2");
+  a = Args(BENCH_ALL_GATHER, WEFT_FLOAT32, WEFT_MAX, 2);
+  bench_table_row(buf, sizeof buf, &a, 4080, 340, &r, &r);
+  EXPECT_EQ(std::string(buf).substr(0, 52), "        4080           340     float    none      -1");
+  a = Args(BENCH_REDUCE_SCATTER, WEFT_FLOAT64, WEFT_PROD, 2);
+  bench_table_row(buf, sizeof buf, &a, 8192, 256, &r, &r);
+  EXPECT_EQ(std::string(buf).substr(0, 52), "        8192           256    double    prod      -1");
+}
+
+// sendrecv and barrier have no in-place form: their in-place columns say N/A, and the row keeps
+// the header's width.
+TEST(Table, NoInPlaceColumnsPrintNA) {
+  bench_result_t r = {123.4, 0.5, 0.5, 0};
+  char buf[512];
+  bench_args_t a = Args(BENCH_SENDRECV, WEFT_FLOAT32, WEFT_SUM, 1);
+  bench_table_row(buf, sizeof buf, &a, 65536, 16384, &r, nullptr);
+  EXPECT_EQ(std::string(buf),
+            "       65536         16384     float    none      -1    123.4    0.50    0.50      0"
+            "      N/A     N/A     N/A    N/A\n");
+  a = Args(BENCH_BARRIER, WEFT_FLOAT32, WEFT_SUM, 0);
+  bench_result_t t = {88.5, 0.0, 0.0, -1};
+  bench_table_row(buf, sizeof buf, &a, 0, 0, &t, nullptr);
+  EXPECT_EQ(std::string(buf),
+            "           0             0      none    none      -1    88.50    0.00    0.00    N/A"
+            "      N/A     N/A     N/A    N/A\n");
+  char header[1024];
+  bench_table_header(header, sizeof header);
+  std::string second = std::string(header).substr(std::string(header).find('\n') + 1);
+  EXPECT_EQ(std::string(buf).size(), second.substr(0, second.find('\n') + 1).size());
+}
+
+TEST(Table, AlgorithmLine) {
+  char buf[64];
+  bench_table_algo(buf, sizeof buf, "recursive_doubling");
+  EXPECT_STREQ(buf, "# Algorithm: recursive_doubling\n");
 }
 
 TEST(Table, TimePrecisionFollowsMagnitude) {

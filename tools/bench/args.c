@@ -7,10 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_SIZE, OPT_INT, OPT_DTYPE, OPT_OP, OPT_COLL, OPT_HELP } opt_kind_t;
+typedef enum {
+  OPT_SIZE,
+  OPT_INT,
+  OPT_DTYPE,
+  OPT_OP,
+  OPT_COLL,
+  OPT_ALGO,
+  OPT_TUNE,
+  OPT_HELP
+} opt_kind_t;
 
 typedef struct {
-  char short_name;
+  char short_name; /* 0: long form only */
   const char *long_name;
   opt_kind_t kind;
   long min, max; /* for OPT_INT */
@@ -23,6 +32,7 @@ static const opt_t options[] = {
     {'c', "check", OPT_INT, 0, 1},       {'d', "datatype", OPT_DTYPE, 0, 0},
     {'o', "op", OPT_OP, 0, 0},           {'r', "root", OPT_INT, 0, INT_MAX},
     {'a', "average", OPT_INT, 0, 3},     {'C', "coll", OPT_COLL, 0, 0},
+    {'A', "algo", OPT_ALGO, 0, 0},       {0, "tune", OPT_TUNE, 0, 0},
     {'h', "help", OPT_HELP, 0, 0},
 };
 
@@ -41,6 +51,9 @@ void bench_args_defaults(bench_args_t *args) {
   args->dtype = WEFT_FLOAT32;
   args->op = WEFT_SUM;
   args->coll = BENCH_ALL_REDUCE;
+  args->coll_given = 0;
+  snprintf(args->algo, sizeof args->algo, "auto");
+  args->tune_file[0] = '\0';
 }
 
 int bench_parse_size(const char *text, size_t *bytes) {
@@ -100,7 +113,7 @@ static int parse_long(const char *text, long *value) {
 }
 
 static const opt_t *find_short(char c) {
-  for (size_t i = 0; i < NUM_OPTIONS; i++) {
+  for (size_t i = 0; c != 0 && i < NUM_OPTIONS; i++) {
     if (options[i].short_name == c) return &options[i];
   }
   return NULL;
@@ -182,9 +195,28 @@ static int apply(const opt_t *o, const char *value, bench_args_t *args, char *er
       return BENCH_ARGS_OK;
     case OPT_COLL:
       if (bench_coll_parse(value, &args->coll) != 0) {
-        snprintf(err, errlen, "-C: unknown collective '%s' (all_reduce broadcast)", value);
+        snprintf(err, errlen,
+                 "-C: unknown collective '%s' (all_reduce broadcast reduce all_gather "
+                 "reduce_scatter sendrecv barrier)",
+                 value);
         return BENCH_ARGS_ERROR;
       }
+      args->coll_given = 1;
+      return BENCH_ARGS_OK;
+    case OPT_ALGO:
+      if (value[0] == '\0' || strlen(value) >= sizeof args->algo) {
+        snprintf(err, errlen, "-A: '%s' is not an algorithm name (try -A all)", value);
+        return BENCH_ARGS_ERROR;
+      }
+      snprintf(args->algo, sizeof args->algo, "%s", value);
+      return BENCH_ARGS_OK;
+    case OPT_TUNE:
+      if (value[0] == '\0' || strlen(value) >= sizeof args->tune_file) {
+        snprintf(err, errlen, "--tune: expected a file name shorter than %zu bytes",
+                 sizeof args->tune_file);
+        return BENCH_ARGS_ERROR;
+      }
+      snprintf(args->tune_file, sizeof args->tune_file, "%s", value);
       return BENCH_ARGS_OK;
     case OPT_HELP:
       break;
@@ -201,6 +233,14 @@ static int check_all(const bench_args_t *args, char *err, size_t errlen) {
   }
   if (args->stepfactor == 0 && args->stepbytes == 0 && args->minbytes < args->maxbytes) {
     snprintf(err, errlen, "-i 0 never gets from -b to -e: give -i > 0 or -f");
+    return BENCH_ARGS_ERROR;
+  }
+  if (args->tune_file[0] != '\0' && strcmp(args->algo, "auto") != 0) {
+    snprintf(err, errlen, "--tune times every algorithm of each collective: leave out -A");
+    return BENCH_ARGS_ERROR;
+  }
+  if (args->tune_file[0] != '\0' && args->coll_given && args->coll == BENCH_SENDRECV) {
+    snprintf(err, errlen, "--tune -C sendrecv: sendrecv has one algorithm, nothing to compare");
     return BENCH_ARGS_ERROR;
   }
   return BENCH_ARGS_OK;
@@ -250,7 +290,11 @@ int bench_args_parse(int argc, const char *const *argv, bench_args_t *args, char
     }
     if (!has_value) {
       if (i + 1 >= argc) {
-        snprintf(err, errlen, "option -%c (--%s) needs a value", o->short_name, o->long_name);
+        if (o->short_name != 0) {
+          snprintf(err, errlen, "option -%c (--%s) needs a value", o->short_name, o->long_name);
+        } else {
+          snprintf(err, errlen, "option --%s needs a value", o->long_name);
+        }
         return BENCH_ARGS_ERROR;
       }
       value = argv[++i];
@@ -261,8 +305,16 @@ int bench_args_parse(int argc, const char *const *argv, bench_args_t *args, char
 }
 
 int bench_args_check_world(const bench_args_t *args, int nranks, char *err, size_t errlen) {
-  if (args->coll == BENCH_BROADCAST && args->root >= nranks) {
+  if (bench_coll_rooted(args->coll) && args->root >= nranks) {
     snprintf(err, errlen, "-r: root %d is not a rank of this job of %d ranks", args->root, nranks);
+    return BENCH_ARGS_ERROR;
+  }
+  if (args->coll == BENCH_SENDRECV && nranks < 2 && args->tune_file[0] == '\0') {
+    snprintf(err, errlen, "-C sendrecv needs 2 ranks or more (weft has no send to self)");
+    return BENCH_ARGS_ERROR;
+  }
+  if (args->tune_file[0] != '\0' && nranks < 2) {
+    snprintf(err, errlen, "--tune needs 2 ranks or more: one rank sends nothing to measure");
     return BENCH_ARGS_ERROR;
   }
   return BENCH_ARGS_OK;
@@ -271,11 +323,15 @@ int bench_args_check_world(const bench_args_t *args, int nranks, char *err, size
 void bench_args_usage(FILE *out) {
   fputs(
       "Usage: weft-run -n N weft-bench [options]\n"
-      "An all-reduce / broadcast benchmark with the flags and output of nccl-tests.\n"
+      "A benchmark of weft's collectives with the flags and output of nccl-tests.\n"
       "\n"
-      "  -C, --coll <all_reduce|broadcast>  collective to run (default all_reduce)\n"
+      "  -C, --coll <name>         all_reduce (default) broadcast reduce all_gather\n"
+      "                            reduce_scatter sendrecv barrier\n"
+      "  -A, --algo <name>         auto (default: the cost model picks), ring, tree, ..., or\n"
+      "                            all: one table per algorithm the collective has\n"
       "  -b, --minbytes <size>     smallest size (default 32M); sizes take K, M, G (x1024)\n"
-      "  -e, --maxbytes <size>     largest size (default 32M)\n"
+      "  -e, --maxbytes <size>     largest size (default 32M); all_gather and reduce_scatter\n"
+      "                            size the whole gathered/scattered buffer, as nccl-tests\n"
       "  -f, --stepfactor <n>      multiply the size by n (>= 2) at each step\n"
       "  -i, --stepbytes <size>    add this to the size at each step when -f is not given "
       "(default 1M)\n"
@@ -284,10 +340,15 @@ void bench_args_usage(FILE *out) {
       "  -c, --check <0|1>         check the results (default 1)\n"
       "  -d, --datatype <type>     int8 uint8 int32 uint32 int64 uint64 half (float16) bfloat16\n"
       "                            float (float32, the default) double (float64)\n"
-      "  -o, --op <op>             sum (default) prod min max avg; all_reduce only\n"
-      "  -r, --root <rank>         broadcast root (default 0)\n"
+      "  -o, --op <op>             sum (default) prod min max avg; all_reduce, reduce,\n"
+      "                            reduce_scatter\n"
+      "  -r, --root <rank>         root of broadcast and reduce (default 0)\n"
       "  -a, --average <0|1|2|3>   time reported: 0 rank 0's, 1 average over ranks (default),\n"
       "                            2 minimum, 3 maximum\n"
+      "      --tune <file>         measure alpha, beta and gamma, write them to <file> for\n"
+      "                            WEFT_TUNE_FILE, then time every algorithm of each collective\n"
+      "                            (-C: of that one) over -b..-e and print the cost model's pick\n"
+      "                            next to the fastest\n"
       "  -h, --help                this text\n"
       "\n"
       "Each rank gets its communicator from the launcher's environment (weft_comm_init_env).\n"

@@ -33,6 +33,10 @@ typedef struct {
   weft_dtype_t dtype;      /* -d, default float */
   weft_op_t op;            /* -o, default sum */
   bench_coll_t coll;       /* -C / --coll, default all_reduce */
+  int coll_given;          /* -C was on the command line (--tune then times that one only) */
+  char algo[32];           /* -A / --algo: an algorithm name, "all", or "auto" (the default);
+                            * resolved against the build by algos.h */
+  char tune_file[512];     /* --tune FILE: fit the cost model, write it there; "" when not given */
 } bench_args_t;
 
 enum { BENCH_ARGS_OK = 0, BENCH_ARGS_HELP = 1, BENCH_ARGS_ERROR = 2 };

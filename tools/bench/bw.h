@@ -15,8 +15,8 @@ typedef struct {
   double busbw; /* GB/s */
 } bench_bw_t;
 
-/* Bandwidths of moving `bytes` (one rank's buffer) in `time_us` microseconds on `nranks` ranks.
- * A time <= 0 gives 0, never infinity. */
+/* Bandwidths of moving `bytes` (the size column: shape.h) in `time_us` microseconds on `nranks`
+ * ranks. A time <= 0 gives 0, never infinity. */
 bench_bw_t bench_bw(bench_coll_t coll, int nranks, size_t bytes, double time_us);
 
 /* The factor busbw / algbw. */

@@ -61,7 +61,9 @@ void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtyp
   p->pow_max = limits[d].pow_max < n ? limits[d].pow_max : n;
   p->lo = limits[d].lo;
   p->span = (uint64_t)limits[d].hi - (uint64_t)limits[d].lo + 1;
-  if (coll == BENCH_BROADCAST || op == WEFT_MIN || op == WEFT_MAX) {
+  p->moves = coll == BENCH_BROADCAST || coll == BENCH_ALL_GATHER || coll == BENCH_SENDRECV ||
+             coll == BENCH_BARRIER;
+  if (p->moves || op == WEFT_MIN || op == WEFT_MAX) {
     p->mode = MODE_RANGE;
   } else if (op == WEFT_PROD) {
     p->mode = MODE_PROD;
@@ -154,8 +156,9 @@ int64_t bench_pattern_input(const bench_pattern_t *p, int rank, uint64_t index) 
   return input_at(p, rank, index, cursor_at(p, rank, index));
 }
 
-/* `root` is the root's cursor, used by broadcast only. */
-static int64_t expected_at(const bench_pattern_t *p, uint64_t index, cursor_t root) {
+/* What the output holds at `index`; for data that only moves, the input of rank `src`, whose
+ * cursor at `index` is `c`. */
+static int64_t expected_at(const bench_pattern_t *p, uint64_t index, int src, cursor_t c) {
   int64_t n = p->nranks;
   switch (p->mode) {
     case MODE_SUM: {
@@ -170,7 +173,7 @@ static int64_t expected_at(const bench_pattern_t *p, uint64_t index, cursor_t ro
       return prod_negatives(p, index) % 2 ? -x : x;
     }
     default: { /* MODE_RANGE */
-      if (p->coll == BENCH_BROADCAST) return input_at(p, p->root, index, root);
+      if (p->moves) return input_at(p, src, index, c);
       uint64_t base = range_base(p, index);
       /* When base + n - 1 passes the end, every value from 0 to span-1 occurs. */
       int wraps = base + (uint64_t)(n - 1) >= p->span;
@@ -180,29 +183,104 @@ static int64_t expected_at(const bench_pattern_t *p, uint64_t index, cursor_t ro
   }
 }
 
+/* Elements first .. first+count-1 of rank's inputs, the expected output for source `src`, and
+ * a check of it. */
+static void fill_range(const bench_pattern_t *p, int rank, void *buf, uint64_t first,
+                       size_t count) {
+  cursor_t c = cursor_at(p, rank, first);
+  for (size_t i = 0; i < count; i++, cursor_step(p, &c)) {
+    bench_elem_store(p->dtype, buf, i, input_at(p, rank, first + i, c));
+  }
+}
+
+static void poison_range(const bench_pattern_t *p, int src, void *buf, uint64_t first,
+                         size_t count) {
+  cursor_t c = cursor_at(p, src, first);
+  for (size_t i = 0; i < count; i++, cursor_step(p, &c)) {
+    bench_elem_poison(p->dtype, buf, i, expected_at(p, first + i, src, c));
+  }
+}
+
+static size_t check_range(const bench_pattern_t *p, int src, const void *buf, uint64_t first,
+                          size_t count) {
+  cursor_t c = cursor_at(p, src, first);
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; i++, cursor_step(p, &c)) {
+    wrong += !bench_elem_equals(p->dtype, buf, i, expected_at(p, first + i, src, c));
+  }
+  return wrong;
+}
+
 int64_t bench_pattern_expected(const bench_pattern_t *p, uint64_t index) {
-  return expected_at(p, index, cursor_at(p, p->root, index));
+  return expected_at(p, index, p->root, cursor_at(p, p->root, index));
 }
 
 void bench_pattern_fill(const bench_pattern_t *p, int rank, void *buf, size_t count) {
-  cursor_t c = cursor_at(p, rank, 0);
-  for (size_t i = 0; i < count; i++, cursor_step(p, &c)) {
-    bench_elem_store(p->dtype, buf, i, input_at(p, rank, i, c));
-  }
+  fill_range(p, rank, buf, 0, count);
 }
 
 void bench_pattern_poison(const bench_pattern_t *p, void *buf, size_t count) {
-  cursor_t root = cursor_at(p, p->root, 0);
-  for (size_t i = 0; i < count; i++, cursor_step(p, &root)) {
-    bench_elem_poison(p->dtype, buf, i, expected_at(p, i, root));
-  }
+  poison_range(p, p->root, buf, 0, count);
 }
 
 size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t count) {
-  cursor_t root = cursor_at(p, p->root, 0);
-  size_t wrong = 0;
-  for (size_t i = 0; i < count; i++, cursor_step(p, &root)) {
-    wrong += !bench_elem_equals(p->dtype, buf, i, expected_at(p, i, root));
+  return check_range(p, p->root, buf, 0, count);
+}
+
+/* ---- weft.h's layouts. all_gather's gathered buffer is rank 0's input sequence; rank r sends
+ * its part r*count .. (r+1)*count-1. */
+
+/* Whose input sequence a rank's buffers are cut from, and whose its output must show. */
+static int fill_rank(const bench_pattern_t *p, int rank) {
+  return p->coll == BENCH_ALL_GATHER ? 0 : rank;
+}
+
+static int source_rank(const bench_pattern_t *p, int rank) {
+  switch (p->coll) {
+    case BENCH_ALL_GATHER:
+      return 0;
+    case BENCH_SENDRECV:
+      return (rank % p->nranks + p->nranks - 1) % p->nranks;
+    default:
+      return p->root; /* broadcast's source; the reductions do not use it */
   }
-  return wrong;
+}
+
+static uint64_t send_first(const bench_pattern_t *p, int rank, size_t count) {
+  return p->coll == BENCH_ALL_GATHER ? (uint64_t)rank * count : 0;
+}
+
+static uint64_t recv_first(const bench_pattern_t *p, int rank, size_t count) {
+  return p->coll == BENCH_REDUCE_SCATTER ? (uint64_t)rank * count : 0;
+}
+
+size_t bench_pattern_send_count(const bench_pattern_t *p, size_t count) {
+  if (p->coll == BENCH_BARRIER) return 0;
+  return p->coll == BENCH_REDUCE_SCATTER ? count * (size_t)p->nranks : count;
+}
+
+size_t bench_pattern_recv_count(const bench_pattern_t *p, int rank, size_t count) {
+  if (p->coll == BENCH_BARRIER || (p->coll == BENCH_REDUCE && rank != p->root)) return 0;
+  return p->coll == BENCH_ALL_GATHER ? count * (size_t)p->nranks : count;
+}
+
+void bench_pattern_fill_send(const bench_pattern_t *p, int rank, void *buf, size_t count) {
+  fill_range(p, fill_rank(p, rank), buf, send_first(p, rank, count),
+             bench_pattern_send_count(p, count));
+}
+
+int64_t bench_pattern_expected_recv(const bench_pattern_t *p, int rank, size_t count, size_t i) {
+  int src = source_rank(p, rank);
+  uint64_t index = recv_first(p, rank, count) + i;
+  return expected_at(p, index, src, cursor_at(p, src, index));
+}
+
+void bench_pattern_poison_recv(const bench_pattern_t *p, int rank, void *buf, size_t count) {
+  poison_range(p, source_rank(p, rank), buf, recv_first(p, rank, count),
+               bench_pattern_recv_count(p, rank, count));
+}
+
+size_t bench_pattern_check_recv(const bench_pattern_t *p, int rank, const void *buf, size_t count) {
+  return check_range(p, source_rank(p, rank), buf, recv_first(p, rank, count),
+                     bench_pattern_recv_count(p, rank, count));
 }

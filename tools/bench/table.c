@@ -46,8 +46,13 @@ void bench_table_time(char *buf, size_t len, double time_us) {
   }
 }
 
-/* "  time  algbw  busbw  wrong" for one placement. */
+int bench_table_algo(char *buf, size_t len, const char *algo) {
+  return snprintf(buf, len, "# Algorithm: %s\n", algo);
+}
+
+/* "  time  algbw  busbw  wrong" for one placement; all N/A when r is NULL. */
 static int format_result(char *buf, size_t len, const bench_result_t *r) {
+  if (r == NULL) return snprintf(buf, len, "  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
   char time[32];
   char wrong[32];
   bench_table_time(time, sizeof time, r->time_us);
@@ -59,17 +64,16 @@ static int format_result(char *buf, size_t len, const bench_result_t *r) {
   return snprintf(buf, len, "  %7s  %6.2f  %6.2f  %5s", time, r->algbw, r->busbw, wrong);
 }
 
-int bench_table_row(char *buf, size_t len, const bench_args_t *args, size_t bytes,
+int bench_table_row(char *buf, size_t len, const bench_args_t *args, size_t bytes, size_t count,
                     const bench_result_t *out_of_place, const bench_result_t *in_place) {
-  size_t eltsize = bench_dtype_size(args->dtype);
-  int broadcast = args->coll == BENCH_BROADCAST;
   char oop[128];
   char ip[128];
   format_result(oop, sizeof oop, out_of_place);
   format_result(ip, sizeof ip, in_place);
-  return snprintf(buf, len, "%12zu  %12zu  %8s  %6s  %6d%s%s\n", bytes,
-                  eltsize ? bytes / eltsize : 0, bench_dtype_name(args->dtype),
-                  broadcast ? "none" : bench_op_name(args->op), broadcast ? args->root : -1, oop,
+  const char *type = args->coll == BENCH_BARRIER ? "none" : bench_dtype_name(args->dtype);
+  const char *op = bench_coll_reduces(args->coll) ? bench_op_name(args->op) : "none";
+  int root = bench_coll_rooted(args->coll) ? args->root : -1;
+  return snprintf(buf, len, "%12zu  %12zu  %8s  %6s  %6d%s%s\n", bytes, count, type, op, root, oop,
                   ip);
 }
 

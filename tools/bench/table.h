@@ -29,8 +29,13 @@ int bench_table_params(char *buf, size_t len, const bench_args_t *args, int nran
 int bench_table_rank(char *buf, size_t len, int rank, long pid, const char *host);
 /* The three-line column header. */
 int bench_table_header(char *buf, size_t len);
-/* One row: redop prints "none" for broadcast and root -1 for all_reduce, as nccl-tests. */
-int bench_table_row(char *buf, size_t len, const bench_args_t *args, size_t bytes,
+/* "# Algorithm: ring" above a table's column header (when -A is given). */
+int bench_table_algo(char *buf, size_t len, const char *algo);
+/* One row of `bytes` (the size column) and `count` (elements per rank), both from shape.h. redop
+ * prints "none" for collectives that do not reduce and root -1 for those without one, as
+ * nccl-tests; barrier's type prints "none". in_place NULL: the collective has no in-place form
+ * (sendrecv, barrier), and its columns print N/A. */
+int bench_table_row(char *buf, size_t len, const bench_args_t *args, size_t bytes, size_t count,
                     const bench_result_t *out_of_place, const bench_result_t *in_place);
 /* "# Out of bounds values : N OK|FAILED", "# Avg bus bandwidth    : X", "#". */
 int bench_table_footer(char *buf, size_t len, uint64_t wrong, double avg_busbw);

@@ -30,15 +30,33 @@ const char *bench_dtype_name(weft_dtype_t dtype) {
 
 const char *bench_op_name(weft_op_t op) { return (unsigned)op < WEFT_NUM_OPS ? ops[op] : NULL; }
 
-const char *bench_coll_name(bench_coll_t coll) {
-  switch (coll) {
-    case BENCH_ALL_REDUCE:
-      return "all_reduce";
-    case BENCH_BROADCAST:
-      return "broadcast";
-  }
-  return NULL;
+static const struct {
+  const char *name;
+  const char *alias;
+  weft_coll_t weft;
+} colls[BENCH_NUM_COLLS] = {
+    [BENCH_ALL_REDUCE] = {"all_reduce", "allreduce", WEFT_COLL_ALL_REDUCE},
+    [BENCH_BROADCAST] = {"broadcast", "bcast", WEFT_COLL_BROADCAST},
+    [BENCH_REDUCE] = {"reduce", NULL, WEFT_COLL_REDUCE},
+    [BENCH_ALL_GATHER] = {"all_gather", "allgather", WEFT_COLL_ALL_GATHER},
+    [BENCH_REDUCE_SCATTER] = {"reduce_scatter", "reducescatter", WEFT_COLL_REDUCE_SCATTER},
+    [BENCH_SENDRECV] = {"sendrecv", "send_recv", WEFT_COLL_SEND},
+    [BENCH_BARRIER] = {"barrier", NULL, WEFT_COLL_BARRIER},
+};
+
+static int coll_ok(bench_coll_t coll) { return (unsigned)coll < BENCH_NUM_COLLS; }
+
+const char *bench_coll_name(bench_coll_t coll) { return coll_ok(coll) ? colls[coll].name : NULL; }
+
+weft_coll_t bench_coll_weft(bench_coll_t coll) {
+  return coll_ok(coll) ? colls[coll].weft : WEFT_NUM_COLLS;
 }
+
+int bench_coll_reduces(bench_coll_t coll) {
+  return coll == BENCH_ALL_REDUCE || coll == BENCH_REDUCE || coll == BENCH_REDUCE_SCATTER;
+}
+
+int bench_coll_rooted(bench_coll_t coll) { return coll == BENCH_BROADCAST || coll == BENCH_REDUCE; }
 
 int bench_dtype_parse(const char *name, weft_dtype_t *dtype) {
   for (int i = 0; i < WEFT_NUM_DTYPES; i++) {
@@ -62,14 +80,14 @@ int bench_op_parse(const char *name, weft_op_t *op) {
 }
 
 int bench_coll_parse(const char *name, bench_coll_t *coll) {
-  if (strcmp(name, "all_reduce") == 0 || strcmp(name, "allreduce") == 0) {
-    *coll = BENCH_ALL_REDUCE;
-  } else if (strcmp(name, "broadcast") == 0 || strcmp(name, "bcast") == 0) {
-    *coll = BENCH_BROADCAST;
-  } else {
-    return -1;
+  for (int i = 0; i < BENCH_NUM_COLLS; i++) {
+    if (strcmp(name, colls[i].name) == 0 ||
+        (colls[i].alias != NULL && strcmp(name, colls[i].alias) == 0)) {
+      *coll = (bench_coll_t)i;
+      return 0;
+    }
   }
-  return 0;
+  return -1;
 }
 
 size_t bench_dtype_size(weft_dtype_t dtype) { return dtype_ok(dtype) ? dtypes[dtype].size : 0; }

@@ -1,0 +1,121 @@
+/* runner.c -- weft-bench's calls: any collective with any algorithm, timed or checked. */
+#include <stdio.h>
+#include <time.h>
+
+#include "tools/bench/bench.h"
+#include "tools/bench/pattern.h"
+
+weft_result_t bench_report(const bench_t *b, weft_result_t res, const char *what, size_t bytes) {
+  fprintf(stderr, "weft-bench: rank %d: %s (%zu bytes) failed: %s: %s\n", b->rank, what, bytes,
+          weft_result_string(res), weft_last_error());
+  return res;
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* sendrecv as nccl-tests' sendrecv_perf: every rank sends to rank+1 and receives from rank-1.
+ * nccl-tests issues both inside one ncclGroupStart/End so they overlap; weft has no group call,
+ * and weft_call_async does not help: a communicator runs its operations one at a time in issue
+ * order (comm/async.c), so an async send followed by a recv is still a send, then a recv, on
+ * every rank at once, which deadlocks as soon as a message outgrows the socket buffers. Ranks
+ * therefore take turns by parity: even ranks send first, odd ranks receive first. With an even
+ * number of ranks that is two rounds of n/2 transfers each (and three with an odd number, where
+ * the last even rank's send waits for rank 0), so a call takes about twice a single transfer:
+ * the busbw column of sendrecv reads as half of what a full-duplex exchange would show. */
+static weft_result_t sendrecv(bench_t *b, weft_algo_t algo, const void *send, void *recv,
+                              size_t count) {
+  int right = (b->rank + 1) % b->nranks, left = (b->rank + b->nranks - 1) % b->nranks;
+  weft_call_t s = {WEFT_COLL_SEND, send, NULL, count, b->args.dtype, WEFT_SUM, right, algo};
+  weft_call_t r = {WEFT_COLL_RECV, NULL, recv, count, b->args.dtype, WEFT_SUM, left, algo};
+  const weft_call_t *first = b->rank % 2 == 0 ? &s : &r;
+  const weft_call_t *second = b->rank % 2 == 0 ? &r : &s;
+  weft_result_t res = weft_call(first, b->comm, NULL);
+  return res != WEFT_SUCCESS ? res : weft_call(second, b->comm, NULL);
+}
+
+const char *bench_sendrecv_note(void) {
+  return "# sendrecv: even ranks send first, odd ranks receive first (weft has no grouped "
+         "send+recv), so the two halves do not overlap\n";
+}
+
+weft_result_t bench_call(bench_t *b, bench_coll_t coll, weft_algo_t algo, const void *send,
+                         void *recv, size_t count) {
+  if (coll == BENCH_SENDRECV) return sendrecv(b, algo, send, recv, count);
+  int root = bench_coll_rooted(coll) ? b->args.root : -1;
+  weft_call_t k = {bench_coll_weft(coll), send, recv, count, b->args.dtype, b->args.op, root, algo};
+  return weft_call(&k, b->comm, NULL);
+}
+
+/* The buffers of one call: out of place the two allocations; in place weft.h's layout inside
+ * the receive allocation (shape.h's offsets). */
+static void buffers(const bench_t *b, const bench_shape_t *sh, int in_place, void **send,
+                    void **recv) {
+  if (!in_place) {
+    *send = b->send;
+    *recv = b->recv;
+    return;
+  }
+  char *base = b->recv;
+  *send = base + (size_t)b->rank * sh->send_offset * b->eltsize;
+  *recv = base + (size_t)b->rank * sh->recv_offset * b->eltsize;
+}
+
+weft_result_t bench_time(bench_t *b, bench_coll_t coll, weft_algo_t algo, const bench_shape_t *sh,
+                         int in_place, bench_average_t average, double *time_us) {
+  void *send, *recv;
+  buffers(b, sh, in_place, &send, &recv);
+  const char *what = bench_coll_name(coll);
+  for (int i = 0; i < b->args.warmup; i++) {
+    BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), what, sh->bytes);
+  }
+  BENCH_CHECK(b, weft_barrier(b->comm, NULL), "barrier", sh->bytes);
+  double start = now_us();
+  for (int i = 0; i < b->args.iters; i++) {
+    BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), what, sh->bytes);
+  }
+  double t = (now_us() - start) / b->args.iters;
+  weft_op_t op = WEFT_SUM;
+  switch (average) {
+    case BENCH_TIME_RANK0:
+      *time_us = t; /* only rank 0 prints */
+      return WEFT_SUCCESS;
+    case BENCH_TIME_AVG:
+      op = WEFT_SUM;
+      break;
+    case BENCH_TIME_MIN:
+      op = WEFT_MIN;
+      break;
+    case BENCH_TIME_MAX:
+      op = WEFT_MAX;
+      break;
+  }
+  BENCH_CHECK(b, weft_all_reduce(&t, &t, 1, WEFT_FLOAT64, op, b->comm, NULL), "time reduction",
+              sizeof t);
+  *time_us = average == BENCH_TIME_AVG ? t / b->nranks : t;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t bench_check(bench_t *b, bench_coll_t coll, weft_algo_t algo, const bench_shape_t *sh,
+                          int in_place, int64_t *wrong) {
+  bench_pattern_t p;
+  bench_pattern_init(&p, coll, b->args.dtype, b->args.op, b->nranks, b->args.root);
+  void *send, *recv;
+  buffers(b, sh, in_place, &send, &recv);
+  /* Poison first: in place, the input then overwrites what of the output it shares. A
+   * broadcast's in-place buffer on a non-root rank is output only: it stays poisoned. */
+  bench_pattern_poison_recv(&p, b->rank, recv, sh->count);
+  if (!(coll == BENCH_BROADCAST && in_place && b->rank != b->args.root)) {
+    bench_pattern_fill_send(&p, b->rank, send, sh->count);
+  }
+  BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), bench_coll_name(coll),
+              sh->bytes);
+  uint64_t n = bench_pattern_check_recv(&p, b->rank, recv, sh->count);
+  BENCH_CHECK(b, weft_all_reduce(&n, &n, 1, WEFT_UINT64, WEFT_SUM, b->comm, NULL),
+              "#wrong reduction", sizeof n);
+  *wrong = (int64_t)n;
+  return WEFT_SUCCESS;
+}
