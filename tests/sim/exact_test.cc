@@ -1,0 +1,96 @@
+// exact_test.cc -- on one node the simulation reproduces the closed forms term for term.
+//
+// Where the schedule has no pipelining to gain from, or the closed form counts it (the chain).
+#include "tests/sim/sim_util.h"
+
+namespace {
+
+using simtest::Model;
+using simtest::Time;
+
+const double kHdr = SIM_HDR_BYTES;
+
+// Ring all-reduce with one slice per chunk: 2(p-1) messages of n/p bytes and (p-1) reductions
+// of n/p bytes on the critical path, nothing overlaps.
+TEST(ExactTest, RingAllReduceUnsliced) {
+  for (int p = 2; p <= 16; p++) {
+    for (size_t per_chunk : {1, 256, 65536}) {
+      size_t count = per_chunk * p, n = count * 4;
+      sim_model_t m = Model(/*slice_bytes=*/1 << 30, /*headers=*/0);
+      double c = (double)n / p;
+      double want = 2 * (p - 1) * (m.alpha + c * m.beta) + (p - 1) * c * m.gamma;
+      double got = Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, count);
+      EXPECT_SAME_TIME(got, want) << "p=" << p << " n=" << n;
+      cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
+      EXPECT_SAME_TIME(got, ring_allreduce_cost(&cm, p, (double)n)) << "p=" << p;
+      // The call description goes first on every stream and delays everything by one message.
+      m.headers = 1;
+      EXPECT_SAME_TIME(Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, count),
+                       want + m.alpha + kHdr * m.beta)
+          << "p=" << p << " n=" << n;
+    }
+  }
+}
+
+// Chain broadcast with k equal slices: (p-1+k-1)(alpha + n/k beta), from every root.
+TEST(ExactTest, ChainBroadcastPipelined) {
+  for (int p = 2; p <= 16; p++) {
+    for (size_t k : {1, 2, 7, 64}) {
+      sim_model_t m = Model(/*slice_bytes=*/4096, /*headers=*/0);
+      size_t n = k * m.slice_bytes;
+      double want = (p - 1 + k - 1) * (m.alpha + (double)n / k * m.beta);
+      cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
+      for (int root : {0, p / 2, p - 1}) {
+        double got = Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, n / 4, root);
+        EXPECT_SAME_TIME(got, want) << "p=" << p << " k=" << k << " root=" << root;
+        EXPECT_SAME_TIME(got, chain_broadcast_cost(&cm, p, (double)n));
+      }
+      m.headers = 1;
+      EXPECT_SAME_TIME(Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, n / 4),
+                       want + m.alpha + kHdr * m.beta)
+          << "p=" << p << " k=" << k;
+    }
+  }
+}
+
+// Ring barrier: the call description then p-1 one-byte tokens, one after another: p alpha plus
+// the bytes, which ring_barrier_cost leaves out (exact with beta = 0).
+TEST(ExactTest, RingBarrier) {
+  for (int p = 2; p <= 16; p++) {
+    sim_model_t m = Model();
+    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0),
+                     p * m.alpha + (kHdr + p - 1) * m.beta)
+        << "p=" << p;
+    m.beta = m.inter_beta = 0;
+    cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
+    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0), p * m.alpha);
+    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0),
+                     ring_barrier_cost(&cm, p, 0));
+  }
+}
+
+// Send/recv: alpha + n beta in one slice; k slices cost k alphas; the call description one more.
+TEST(ExactTest, PointToPoint) {
+  for (size_t n : {4, 4096, 1 << 20}) {
+    for (weft_coll_t coll : {WEFT_COLL_SEND, WEFT_COLL_RECV}) {
+      sim_model_t m = Model(/*slice_bytes=*/1 << 30, /*headers=*/0);
+      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 4, n / 4, 3), m.alpha + n * m.beta);
+      m.headers = 1;
+      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 4, n / 4, 3),
+                       2 * m.alpha + (kHdr + n) * m.beta);
+      m = Model(/*slice_bytes=*/4096, /*headers=*/0);
+      double k = std::ceil(n / 4096.0);
+      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 2, n / 4, 1), k * m.alpha + n * m.beta);
+    }
+  }
+}
+
+// One rank: nothing to send, nothing to wait for.
+TEST(ExactTest, OneRankTakesNoTime) {
+  sim_model_t m = Model();
+  EXPECT_EQ(Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, 1, 1000), 0.0);
+  EXPECT_EQ(Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, 1, 1000), 0.0);
+  EXPECT_EQ(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, 1, 0), 0.0);
+}
+
+}  // namespace

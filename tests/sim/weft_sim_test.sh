@@ -1,0 +1,22 @@
+#!/bin/bash
+# weft_sim_test.sh -- the weft-sim binary end to end: a table, -A all, and the errors' exit codes.
+set -u
+sim="$1"
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$sim" -C all_reduce -A ring -p 8 --ranks-per-node 4 -b 8 -e 1G -f 2 --alpha 5e-6 \
+      --beta 1e-10 --gamma 2e-10 --inter-alpha 2e-5 --inter-beta 1e-9) || fail "run: $out"
+rows=$(grep -c ' float32 ' <<<"$out")
+[ "$rows" -eq 28 ] || fail "expected 28 rows (8 B .. 1 GiB), got $rows: $out"
+grep -q 'busbw' <<<"$out" || fail "no busbw column: $out"
+
+out=$("$sim" -A all -C broadcast -b 1M -e 1M) || fail "-A all: $out"
+grep -q ' ring ' <<<"$out" || fail "-A all printed no ring row: $out"
+
+out=$("$sim" -C all_reduce -A dissemination 2>&1)
+[ $? -eq 2 ] || fail "unsupported pair should exit 2"
+grep -q "supported: ring" <<<"$out" || fail "unsupported pair should list what exists: $out"
+
+out=$("$sim" -C send -p 4 -b 4K -e 4K) || fail "send: $out"
+grep -q 'N/A' <<<"$out" || fail "send has no closed form, expected N/A: $out"
+echo PASS

@@ -1,0 +1,264 @@
+/* cli.c -- weft-sim's command line: nccl-tests' size flags plus the model's parameters. */
+#include "tools/sim/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/algorithms.h"
+
+/* What an option's value is and where it goes (offset into simcli_t). */
+typedef enum {
+  K_COLL,
+  K_ALGO,
+  K_DTYPE,
+  K_INT,
+  K_SIZE,
+  K_SECONDS,
+  K_NO_HEADER,
+  K_TRACE,
+  K_HELP
+} kind_t;
+
+typedef struct {
+  char short_name; /* 0: long only */
+  const char *long_name;
+  kind_t kind;
+  size_t at;
+  long min, max; /* K_INT (max), K_SIZE (min) */
+} opt_t;
+
+#define AT(field) offsetof(simcli_t, field)
+
+static const opt_t options[] = {
+    {'C', "coll", K_COLL, AT(coll), 0, 0},
+    {'A', "algo", K_ALGO, AT(algo), 0, 0},
+    {'p', "nranks", K_INT, AT(nranks), 1, 1 << 20},
+    {0, "ranks-per-node", K_INT, AT(model.ranks_per_node), 1, 1 << 20},
+    {'b', "minbytes", K_SIZE, AT(minbytes), 0, 0},
+    {'e', "maxbytes", K_SIZE, AT(maxbytes), 0, 0},
+    {'i', "stepbytes", K_SIZE, AT(stepbytes), 0, 0},
+    {'f', "stepfactor", K_SIZE, AT(stepfactor), 2, 0},
+    {'d', "datatype", K_DTYPE, AT(dtype), 0, 0},
+    {'r', "root", K_INT, AT(root), 0, 1 << 20},
+    {0, "alpha", K_SECONDS, AT(model.alpha), 0, 0},
+    {0, "beta", K_SECONDS, AT(model.beta), 0, 0},
+    {0, "gamma", K_SECONDS, AT(model.gamma), 0, 0},
+    {0, "inter-alpha", K_SECONDS, AT(model.inter_alpha), 0, 0},
+    {0, "inter-beta", K_SECONDS, AT(model.inter_beta), 0, 0},
+    {0, "beta-mem", K_SECONDS, AT(model.beta_mem), 0, 0},
+    {0, "slice", K_SIZE, AT(model.slice_bytes), 1, 0},
+    {0, "window", K_INT, AT(model.window), 1, 64}, /* 64: executor.c's MAX_WINDOW */
+    {0, "no-header", K_NO_HEADER, 0, 0, 0},
+    {0, "trace", K_TRACE, 0, 0, 0},
+    {'h', "help", K_HELP, 0, 0, 0},
+};
+
+#define NUM_OPTIONS (sizeof options / sizeof options[0])
+
+/* nccl-tests' dtype names first, then weft's (weft_dtype_name). */
+static const char *const nccl_dtype_names[WEFT_NUM_DTYPES] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
+
+int simcli_parse_size(const char *text, size_t *bytes) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || errno || !(v >= 0)) return -1;
+  double unit = 1;
+  if (*end == 'K' || *end == 'k')
+    unit = 1024.0, end++;
+  else if (*end == 'M' || *end == 'm')
+    unit = 1048576.0, end++;
+  else if (*end == 'G' || *end == 'g')
+    unit = 1073741824.0, end++;
+  v *= unit;
+  if (*end || v != floor(v) || v > (double)SIZE_MAX / 2) return -1;
+  *bytes = (size_t)v;
+  return 0;
+}
+
+static int parse_double(const char *text, void *at) {
+  double *out = at;
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno || !(v >= 0) || isinf(v)) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_int(const char *text, long min, long max, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end || errno || v < min || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_coll(const char *name, void *at) {
+  weft_coll_t *out = at;
+  for (int c = 0; c < WEFT_NUM_COLLS; c++)
+    if (strcmp(name, weft_coll_name((weft_coll_t)c)) == 0) return *out = (weft_coll_t)c, 0;
+  return -1;
+}
+
+static int parse_dtype(const char *name, void *at) {
+  weft_dtype_t *out = at;
+  for (int d = 0; d < WEFT_NUM_DTYPES; d++)
+    if (strcmp(name, nccl_dtype_names[d]) == 0 ||
+        strcmp(name, weft_dtype_name((weft_dtype_t)d)) == 0)
+      return *out = (weft_dtype_t)d, 0;
+  return -1;
+}
+
+static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, char *err,
+               size_t errlen) {
+  void *at = (char *)o + opt->at;
+  long n = 0;
+  size_t z = 0;
+  int bad = 0;
+  switch (opt->kind) {
+    case K_COLL:
+      if (parse_coll(v, at) == 0) break;
+      snprintf(err, errlen,
+               "%s: unknown collective '%s' (all_reduce broadcast reduce all_gather "
+               "reduce_scatter barrier send recv)",
+               flag, v);
+      return SIMCLI_ERROR;
+    case K_ALGO:
+      o->algo = strcmp(v, "all") == 0 ? SIMCLI_ALL_ALGOS : weft_algo_from_name(v);
+      if (o->algo != WEFT_NUM_ALGOS || strcmp(v, "all") == 0) break;
+      snprintf(err, errlen,
+               "%s: unknown algorithm '%s' (all ring tree double_tree "
+               "recursive_doubling rabenseifner dissemination)",
+               flag, v);
+      return SIMCLI_ERROR;
+    case K_DTYPE:
+      if (parse_dtype(v, at) == 0) break;
+      snprintf(err, errlen,
+               "%s: unknown dtype '%s' (int8 uint8 int32 uint32 int64 uint64 half "
+               "bfloat16 float double)",
+               flag, v);
+      return SIMCLI_ERROR;
+    case K_INT:
+      bad = parse_int(v, opt->min, opt->max, &n);
+      if (!bad) *(int *)at = (int)n;
+      break;
+    case K_SIZE:
+      bad = simcli_parse_size(v, &z) || z < (size_t)opt->min;
+      if (!bad) *(size_t *)at = z;
+      break;
+    case K_SECONDS:
+      bad = parse_double(v, at);
+      break;
+    case K_NO_HEADER:
+      o->model.headers = 0;
+      break;
+    case K_TRACE:
+      o->trace = 1;
+      break;
+    case K_HELP:
+      return SIMCLI_HELP;
+  }
+  if (bad) return snprintf(err, errlen, "%s: bad value '%s'", flag, v), SIMCLI_ERROR;
+  return SIMCLI_OK;
+}
+
+static const opt_t *find(const char *arg, const char **inline_value) {
+  *inline_value = NULL;
+  for (size_t i = 0; i < NUM_OPTIONS; i++) {
+    const opt_t *o = &options[i];
+    if (arg[1] == '-') {
+      size_t n = strlen(o->long_name);
+      if (strncmp(arg + 2, o->long_name, n) != 0) continue;
+      if (arg[2 + n] == '=') *inline_value = arg + 3 + n;
+      if (arg[2 + n] == '=' || arg[2 + n] == '\0') return o;
+    } else if (o->short_name && arg[1] == o->short_name) {
+      if (arg[2]) *inline_value = arg + 2;
+      return o;
+    }
+  }
+  return NULL;
+}
+
+/* What only makes sense once every flag is read. */
+static int check(simcli_t *o, char *err, size_t errlen) {
+  sim_model_t *m = &o->model;
+  if (o->minbytes > o->maxbytes)
+    return snprintf(err, errlen, "-b %zu is larger than -e %zu", o->minbytes, o->maxbytes),
+           SIMCLI_ERROR;
+  if (o->root >= o->nranks)
+    return snprintf(err, errlen, "-r %d: only %d ranks", o->root, o->nranks), SIMCLI_ERROR;
+  if ((o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV) && (o->nranks < 2 || o->root == 0))
+    return snprintf(err, errlen, "%s: rank 0 sends to -r, which must be in 1..p-1 (needs p >= 2)",
+                    weft_coll_name(o->coll)),
+           SIMCLI_ERROR;
+  if (m->ranks_per_node > o->nranks) m->ranks_per_node = o->nranks;
+  char have[256];
+  sim_list_algos(o->coll, have, sizeof have);
+  if (!have[0])
+    return snprintf(err, errlen, "%s: this build has no algorithm for it", weft_coll_name(o->coll)),
+           SIMCLI_ERROR;
+  if (o->algo != SIMCLI_ALL_ALGOS && !algo_lookup(o->coll, o->algo))
+    return snprintf(err, errlen, "%s has no '%s' algorithm in this build; supported: %s (or all)",
+                    weft_coll_name(o->coll), weft_algo_name(o->algo), have),
+           SIMCLI_ERROR;
+  return SIMCLI_OK;
+}
+
+int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size_t errlen) {
+  int inter_alpha = 0, inter_beta = 0;
+  memset(o, 0, sizeof *o);
+  o->coll = WEFT_COLL_ALL_REDUCE;
+  o->algo = SIMCLI_ALL_ALGOS;
+  o->nranks = 8;
+  o->minbytes = o->maxbytes = 32u << 20;
+  o->stepbytes = 1u << 20;
+  o->dtype = WEFT_FLOAT32;
+  o->root = -1;
+  sim_model_defaults(&o->model);
+  err[0] = '\0';
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *value;
+    const opt_t *opt = arg[0] == '-' ? find(arg, &value) : NULL;
+    if (!opt) return snprintf(err, errlen, "unknown option '%s' (try -h)", arg), SIMCLI_ERROR;
+    int has_value = opt->kind != K_NO_HEADER && opt->kind != K_TRACE && opt->kind != K_HELP;
+    if (has_value && !value) {
+      if (i + 1 >= argc) return snprintf(err, errlen, "%s needs a value", arg), SIMCLI_ERROR;
+      value = argv[++i];
+    }
+    int rc = set(o, opt, arg, value, err, errlen);
+    if (rc != SIMCLI_OK) return rc;
+    inter_alpha |= opt->at == AT(model.inter_alpha);
+    inter_beta |= opt->at == AT(model.inter_beta);
+  }
+  /* Without inter-node values every link is alike, whatever --ranks-per-node says. */
+  if (!inter_alpha) o->model.inter_alpha = o->model.alpha;
+  if (!inter_beta) o->model.inter_beta = o->model.beta;
+  return check(o, err, errlen);
+}
+
+int simcli_root(const simcli_t *o) {
+  if (o->root >= 0) return o->root;
+  return o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV ? o->nranks - 1 : 0;
+}
+
+void simcli_usage(FILE *out) {
+  fputs(
+      "usage: weft-sim [-C coll] [-A algo|all] [-p nranks] [--ranks-per-node n]\n"
+      "                [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-d dtype]\n"
+      "                [-r root] [--alpha s] [--beta s/B] [--gamma s/B] [--inter-alpha s]\n"
+      "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
+      "                [--no-header] [--trace]\n"
+      "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
+      "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
+      "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
+      "window 4. send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
+      "message: from, to, bytes, start and end (us).\n",
+      out);
+}

@@ -1,0 +1,72 @@
+/* main.c -- weft-sim: predicted time and bus bandwidth of any algorithm, size by size. */
+#include <stdio.h>
+
+#include "collectives/algorithms.h"
+#include "common/error.h"
+#include "tools/sim/cli.h"
+#include "tools/sim/report.h"
+#include "tools/sim/sim.h"
+
+static void print_params(const simcli_t *o) {
+  const sim_model_t *m = &o->model;
+  int rpn = m->ranks_per_node > 0 ? m->ranks_per_node : o->nranks;
+  printf("# weft-sim %s: %d ranks, %d per node, %s, slice %zu B, window %d, call descriptions %s\n",
+         weft_coll_name(o->coll), o->nranks, rpn, weft_dtype_name(o->dtype), m->slice_bytes,
+         m->window, m->headers ? "on" : "off");
+  printf("# alpha %g s, beta %g s/B, gamma %g s/B, beta_mem %g s/B", m->alpha, m->beta, m->gamma,
+         m->beta_mem);
+  if (rpn < o->nranks)
+    printf("; between nodes: alpha %g s, beta %g s/B", m->inter_alpha, m->inter_beta);
+  printf("\n#\n");
+}
+
+static void print_message(void *arg, int from, int to, double bytes, double start, double end) {
+  (void)arg;
+  printf("#   msg %5d -> %-5d %12.0f B %12.3f .. %12.3f us\n", from, to, bytes, start * 1e6,
+         end * 1e6);
+}
+
+/* One row for one algorithm and size; the failure message names the algorithm. */
+static int row(const simcli_t *o, const algo_entry_t *e, const simrep_shape_t *sh) {
+  sim_call_t call = {o->coll, e->algo, o->nranks, sh->sched_count, o->dtype, simcli_root(o)};
+  sim_result_t r;
+  if (sim_run(&o->model, &call, o->trace ? print_message : NULL, NULL, &r) != WEFT_SUCCESS) {
+    fprintf(stderr, "weft-sim: %s %s, %zu bytes: %s\n", weft_coll_name(o->coll),
+            weft_algo_name(e->algo), sh->bytes, err_last());
+    return 1;
+  }
+  cost_model_t cm = simrep_cost_model(&o->model, o->nranks);
+  double model = e->cost ? e->cost(&cm, o->nranks, (double)sh->bytes) : -1;
+  char line[256];
+  simrep_row(line, sizeof line, sh, o->dtype, e->algo, o->coll, o->nranks, r.time, model);
+  fputs(line, stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  simcli_t o;
+  char err[512], line[512];
+  int rc = simcli_parse(argc, (const char *const *)argv, &o, err, sizeof err);
+  if (rc == SIMCLI_HELP) return simcli_usage(stdout), 0;
+  if (rc != SIMCLI_OK) {
+    fprintf(stderr, "weft-sim: %s\n", err);
+    return 2;
+  }
+  print_params(&o);
+  simrep_header(line, sizeof line);
+  fputs(line, stdout);
+  size_t esize = weft_dtype_size(o.dtype);
+  simrep_sizes_t it;
+  simrep_shape_t sh;
+  int failed = 0;
+  simrep_sizes_begin(&it, o.minbytes, o.maxbytes, o.stepfactor, o.stepbytes);
+  while (!failed && simrep_sizes_next(&it, o.coll, o.nranks, esize, &sh)) {
+    for (int i = 0; i < algo_count() && !failed; i++) {
+      const algo_entry_t *e = algo_at(i);
+      if (e->coll == o.coll && (o.algo == SIMCLI_ALL_ALGOS || e->algo == o.algo))
+        failed = row(&o, e, &sh);
+    }
+    fflush(stdout);
+  }
+  return failed;
+}

@@ -1,0 +1,96 @@
+/* sim.h -- private to weft-sim: one call's schedules replayed on the alpha-beta-gamma model.
+ *
+ * The engine builds the schedule of each rank from the algorithms table and replays it as a
+ * discrete-event simulation that follows executor.c's rules:
+ *
+ * - Ops to one peer in one direction form a stream, in schedule order; the call description
+ *   (HDR_BYTES) leads the streams to hdr_to and from hdr_from. Each op is cut into slices of
+ *   slice_bytes; a token is one 1-byte message.
+ * - Slice j of an op with a dependency is posted once slice j of that op has completed; at most
+ *   `window` slices are posted and not yet retired per stream; slices retire in stream order.
+ * - A message starts when its send slice and the matching receive slice are both posted (the
+ *   receiver's staging slot bounds what may arrive, as credits do) and both ports are free.
+ *
+ * Assumptions of the model (stated once, here):
+ * - Each rank has one outgoing and one incoming port: it sends one message at a time and receives
+ *   one at a time, whatever the number of peers. A message holds both ports for alpha + bytes*beta,
+ *   with the inter-node alpha and beta when sender and receiver sit on different nodes. Ranks of
+ *   a node do not share a NIC (no contention beyond the two ports).
+ * - Each rank has one CPU that reduces arrived slices (bytes*gamma) and runs local copies
+ *   (bytes*beta_mem) one after another, in the order they became ready; sends cost it nothing.
+ * - Ready messages that compete for a port go first-come first-served (ties: lower rank first).
+ * - All ranks enter the call at time 0; the call's time is when the last rank retired its last
+ *   slice. */
+#ifndef WEFT_TOOLS_SIM_SIM_H_
+#define WEFT_TOOLS_SIM_SIM_H_
+
+#include <stddef.h>
+
+#include "collectives/schedule.h"
+#include "include/weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* executor.c's HDR_BYTES: the call description every ring collective sends first. */
+#define SIM_HDR_BYTES 40
+
+typedef struct {
+  double alpha, beta;             /* seconds per message, per byte, between ranks of one node */
+  double inter_alpha, inter_beta; /* the same between ranks on different nodes */
+  double gamma;                   /* seconds per byte reduced */
+  double beta_mem;                /* seconds per byte of a local copy */
+  size_t slice_bytes;             /* WEFT_SLICE_BYTES */
+  int window;                     /* WEFT_SLICES_IN_FLIGHT */
+  int ranks_per_node;             /* ranks r and q share a node iff r / rpn == q / rpn; <= 0: one */
+  int headers;                    /* send the call description as the executor does */
+} sim_model_t;
+
+/* The library's defaults: comm/cost_model.c's alpha, beta, gamma, config.c's slice and window;
+ * one node, headers on. */
+void sim_model_defaults(sim_model_t *m);
+
+/* One call. count follows weft.h (all_gather: sendcount, reduce_scatter: recvcount). root: the
+ * root of broadcast and reduce; for send and recv, rank 0 sends to rank `root`. */
+typedef struct {
+  weft_coll_t coll;
+  weft_algo_t algo;
+  int nranks;
+  size_t count;
+  weft_dtype_t dtype;
+  int root;
+} sim_call_t;
+
+typedef struct {
+  double time;     /* seconds until the last rank finished */
+  long messages;   /* messages on the wire, call descriptions included */
+  double bytes;    /* bytes on the wire */
+  long cross_node; /* messages between different nodes */
+} sim_result_t;
+
+/* Called for every message once it has been handed over (for traces and tests). */
+typedef void (*sim_trace_fn)(void *arg, int from, int to, double bytes, double start, double end);
+
+/* Simulates `call` on `m`. WEFT_ERR_INVALID_ARGUMENT for a pair the table lacks (the message lists
+ * what the collective has), WEFT_ERR_INTERNAL for schedules that disagree or deadlock. */
+weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn trace,
+                      void *trace_arg, sim_result_t *out);
+
+/* The same for schedules made elsewhere (hand-made ones in tests): scheds[r] is rank r's, `esize`
+ * the bytes per element. The schedules stay the caller's. */
+weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
+                                const schedule_t *scheds, sim_trace_fn trace, void *trace_arg,
+                                sim_result_t *out);
+
+/* Seconds one message of `bytes` takes from rank `from` to rank `to`. */
+double sim_link_time(const sim_model_t *m, int from, int to, double bytes);
+
+/* "ring, tree" for the algorithms the table has for `coll` ("" if none). */
+void sim_list_algos(weft_coll_t coll, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TOOLS_SIM_SIM_H_ */

@@ -1,0 +1,101 @@
+/* sim_internal.h -- private to the simulator's engine files (sim_build.c, sim_run.c, sim_heap.c).
+ */
+#ifndef WEFT_TOOLS_SIM_SIM_INTERNAL_H_
+#define WEFT_TOOLS_SIM_SIM_INTERNAL_H_
+
+#include <stddef.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/schedule.h"
+#include "tools/sim/sim.h"
+
+/* One message in a stream's FIFO: started, not yet retired. */
+typedef struct {
+  int op; /* schedule index, -1 for the call description */
+  size_t slice;
+  int complete; /* handed over, and reduced where the op reduces */
+} sim_slot_t;
+
+typedef struct {
+  int peer, is_send;
+  int hdr;        /* the call description still has to start on this stream */
+  int *ops, nops; /* schedule indices in stream order */
+  int cur;        /* ops[cur] holds the next slice to start */
+  size_t slice;
+  long nmsgs;       /* messages in all, the call description included */
+  sim_slot_t *fifo; /* `window` slots */
+  int head, count;
+  int match;      /* index of the peer's stream in the other direction */
+  double waiting; /* send streams: since when the head waits only for ports; < 0: it does not */
+  unsigned epoch; /* the last try_start round that looked at this stream */
+} sim_stream_t;
+
+typedef enum { SIM_TASK_REDUCE, SIM_TASK_COPY } sim_task_kind_t;
+
+/* Work for a rank's CPU: fold a received slice (stream, slot) or copy slice `slice` of `op`. */
+typedef struct {
+  sim_task_kind_t kind;
+  int stream, slot, op;
+  double seconds;
+} sim_task_t;
+
+typedef struct {
+  schedule_t s;
+  size_t *nslices, *done, *queued; /* per op; queued: copy slices handed to the CPU */
+  sim_stream_t *streams;
+  int nstreams;
+  int *copies, ncopies;
+  int out_busy, in_busy, cpu_busy;
+  sim_task_t *tasks; /* FIFO ring of task_cap */
+  int task_head, task_count, task_cap;
+  double end; /* when this rank last finished something */
+  int dirty;  /* something changed here since the last try_start */
+} sim_rank_t;
+
+typedef enum { SIM_EV_XFER, SIM_EV_CPU } sim_ev_kind_t;
+
+typedef struct {
+  double t;
+  long seq; /* ties in time run in the order they were pushed */
+  sim_ev_kind_t kind;
+  int from, from_stream, to, to_stream, to_slot; /* SIM_EV_XFER; SIM_EV_CPU uses `to` */
+  double start, bytes;
+} sim_event_t;
+
+typedef struct {
+  sim_event_t *ev;
+  long n, cap, seq;
+} sim_heap_t;
+
+typedef struct {
+  const sim_model_t *m;
+  int nranks;
+  size_t esize, slice_elems;
+  sim_rank_t *ranks;
+  int owns_schedules; /* built here (sim_world_build), not lent (sim_world_borrow) */
+  sim_heap_t heap;
+  double now;
+  unsigned epoch;
+  sim_trace_fn trace;
+  void *trace_arg;
+  sim_result_t res;
+} sim_world_t;
+
+/* Builds every rank's schedule and streams; checks that the two ends of each pair of streams
+ * carry the same number of messages. sim_world_free is safe after a failed build. */
+weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_call_t *call);
+/* The same over schedules built elsewhere, which stay the caller's. */
+weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
+                               const schedule_t *scheds);
+void sim_world_free(sim_world_t *w);
+
+int sim_same_node(const sim_model_t *m, int a, int b);
+
+/* Bytes of slice `j` of op `oi` on rank `r` (tokens: 1). */
+double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j);
+
+int sim_heap_push(sim_heap_t *h, const sim_event_t *e); /* -1 when out of memory */
+int sim_heap_pop(sim_heap_t *h, sim_event_t *e);        /* 0 when empty */
+void sim_heap_free(sim_heap_t *h);
+
+#endif /* WEFT_TOOLS_SIM_SIM_INTERNAL_H_ */

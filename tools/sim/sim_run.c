@@ -1,0 +1,321 @@
+/* sim_run.c -- the simulator's event loop: messages on ports, reductions and copies on CPUs.
+ *
+ * Slices retire in stream order as executor.c retires them; sim.h describes the model. */
+#include <stdlib.h>
+
+#include "common/error.h"
+#include "tools/sim/sim_internal.h"
+
+/* A send stream whose head waits only for ports, ordered first-come first-served. */
+typedef struct {
+  double waiting;
+  int rank, stream;
+} cand_t;
+
+typedef struct {
+  cand_t *v;
+  int n, cap;
+} cands_t;
+
+static weft_result_t oom(void) { return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory"); }
+
+/* The next message of a stream: the call description (op -1) or slice *slice of op *op. */
+static int head(const sim_stream_t *st, int *op, size_t *slice) {
+  *op = -1;
+  *slice = 0;
+  if (st->hdr) return 1;
+  if (st->cur >= st->nops) return 0;
+  *op = st->ops[st->cur];
+  *slice = st->slice;
+  return 1;
+}
+
+/* Posted: the stream has a free slot and the op's dependency has completed this slice. */
+static int posted(const sim_world_t *w, const sim_rank_t *r, const sim_stream_t *st) {
+  int op;
+  size_t j;
+  if (st->count >= w->m->window || !head(st, &op, &j)) return 0;
+  int dep = op < 0 ? -1 : r->s.ops[op].dep;
+  return dep < 0 || r->done[dep] > j;
+}
+
+static double head_bytes(const sim_world_t *w, const sim_rank_t *r, const sim_stream_t *st) {
+  int op;
+  size_t j;
+  head(st, &op, &j);
+  return op < 0 ? SIM_HDR_BYTES : sim_slice_bytes(w, r, op, j);
+}
+
+/* Moves the stream's head one message on. */
+static void advance(sim_rank_t *r, sim_stream_t *st) {
+  int op;
+  size_t j;
+  head(st, &op, &j);
+  if (st->hdr)
+    st->hdr = 0;
+  else if (++st->slice == r->nslices[op]) {
+    st->cur++;
+    st->slice = 0;
+  }
+}
+
+/* Starts the CPU on the oldest task if it is idle. Invariant: an idle CPU has an empty queue
+ * except between popping a task and calling this. */
+static weft_result_t cpu_kick(sim_world_t *w, int rank) {
+  sim_rank_t *r = &w->ranks[rank];
+  if (r->cpu_busy || r->task_count == 0) return WEFT_SUCCESS;
+  r->cpu_busy = 1;
+  sim_event_t e = {.t = w->now + r->tasks[r->task_head].seconds, .kind = SIM_EV_CPU, .to = rank};
+  return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
+}
+
+static weft_result_t cpu_push(sim_world_t *w, int rank, sim_task_t t) {
+  sim_rank_t *r = &w->ranks[rank];
+  if (r->task_count == r->task_cap) {
+    int cap = r->task_cap ? 2 * r->task_cap : 16;
+    sim_task_t *v = malloc(sizeof *v * (size_t)cap);
+    if (!v) return oom();
+    for (int i = 0; i < r->task_count; i++) v[i] = r->tasks[(r->task_head + i) % r->task_cap];
+    free(r->tasks);
+    r->tasks = v;
+    r->task_cap = cap;
+    r->task_head = 0;
+  }
+  r->tasks[(r->task_head + r->task_count++) % r->task_cap] = t;
+  return cpu_kick(w, rank);
+}
+
+/* Hands the CPU every copy slice whose source is ready. */
+static weft_result_t queue_copies(sim_world_t *w, int rank) {
+  sim_rank_t *r = &w->ranks[rank];
+  for (int k = 0; k < r->ncopies; k++) {
+    int oi = r->copies[k];
+    int dep = r->s.ops[oi].dep;
+    while (r->queued[oi] < r->nslices[oi] && (dep < 0 || r->done[dep] > r->queued[oi])) {
+      double bytes = sim_slice_bytes(w, r, oi, r->queued[oi]++);
+      sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * w->m->beta_mem};
+      WEFT_CHECK(cpu_push(w, rank, t));
+    }
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Retires completed slots in FIFO order; a retired slice counts as done for its dependants. */
+static weft_result_t retire(sim_world_t *w, int rank, sim_stream_t *st) {
+  sim_rank_t *r = &w->ranks[rank];
+  int any = 0;
+  while (st->count > 0 && st->fifo[st->head].complete) {
+    if (st->fifo[st->head].op >= 0) r->done[st->fifo[st->head].op]++, any = 1;
+    st->head = (st->head + 1) % w->m->window;
+    st->count--;
+    r->end = w->now;
+  }
+  r->dirty = 1;
+  return any ? queue_copies(w, rank) : WEFT_SUCCESS;
+}
+
+static weft_result_t start(sim_world_t *w, int from, int si) {
+  sim_rank_t *s = &w->ranks[from];
+  sim_stream_t *out = &s->streams[si];
+  sim_rank_t *d = &w->ranks[out->peer];
+  sim_stream_t *in = &d->streams[out->match];
+  int sop, dop;
+  size_t sj, dj;
+  head(out, &sop, &sj);
+  head(in, &dop, &dj);
+  double bytes = head_bytes(w, s, out);
+  int skind = sop < 0 ? -1 : (int)s->s.ops[sop].kind,
+      dkind = dop < 0 ? -1 : (int)d->s.ops[dop].kind;
+  int stok = skind == SCHED_SEND_TOKEN, dtok = dkind == SCHED_RECV_TOKEN;
+  if (bytes != head_bytes(w, d, in) || (sop < 0) != (dop < 0) || stok != dtok)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "schedules disagree: rank %d sends %.0f bytes (op %d, step %d) to rank %d, "
+                    "which expects %.0f bytes (op %d, step %d)",
+                    from, bytes, sop, sop < 0 ? -1 : s->s.ops[sop].step, out->peer,
+                    head_bytes(w, d, in), dop, dop < 0 ? -1 : d->s.ops[dop].step);
+  int sslot = (out->head + out->count) % w->m->window;
+  int dslot = (in->head + in->count) % w->m->window;
+  out->fifo[sslot] = (sim_slot_t){sop, sj, 0};
+  in->fifo[dslot] = (sim_slot_t){dop, dj, 0};
+  out->count++;
+  in->count++;
+  advance(s, out);
+  advance(d, in);
+  out->waiting = -1;
+  s->out_busy = d->in_busy = 1;
+  double dt = sim_link_time(w->m, from, out->peer, bytes);
+  sim_event_t e = {.t = w->now + dt,
+                   .kind = SIM_EV_XFER,
+                   .from = from,
+                   .from_stream = si,
+                   .to = out->peer,
+                   .to_stream = out->match,
+                   .to_slot = dslot,
+                   .start = w->now,
+                   .bytes = bytes};
+  w->res.messages++;
+  w->res.bytes += bytes;
+  w->res.cross_node += !sim_same_node(w->m, from, out->peer);
+  return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
+}
+
+static weft_result_t consider(sim_world_t *w, cands_t *c, int rank, int si) {
+  sim_rank_t *r = &w->ranks[rank];
+  sim_stream_t *st = &r->streams[si];
+  if (st->epoch == w->epoch) return WEFT_SUCCESS;
+  st->epoch = w->epoch;
+  sim_rank_t *d = &w->ranks[st->peer];
+  if (!posted(w, r, st) || !posted(w, d, &d->streams[st->match])) return WEFT_SUCCESS;
+  if (st->waiting < 0) st->waiting = w->now;
+  if (c->n == c->cap) {
+    int cap = c->cap ? 2 * c->cap : 64;
+    cand_t *v = realloc(c->v, sizeof *v * (size_t)cap);
+    if (!v) return oom();
+    c->v = v;
+    c->cap = cap;
+  }
+  c->v[c->n++] = (cand_t){st->waiting, rank, si};
+  return WEFT_SUCCESS;
+}
+
+static int cand_cmp(const void *a, const void *b) {
+  const cand_t *x = a, *y = b;
+  if (x->waiting != y->waiting) return x->waiting < y->waiting ? -1 : 1;
+  if (x->rank != y->rank) return x->rank - y->rank;
+  return x->stream - y->stream;
+}
+
+/* Starts every message that can start now. Only streams at or into a rank where something
+ * changed can have become startable, so only those are looked at. */
+static weft_result_t try_start(sim_world_t *w, cands_t *c) {
+  w->epoch++;
+  c->n = 0;
+  for (int q = 0; q < w->nranks; q++) {
+    sim_rank_t *r = &w->ranks[q];
+    if (!r->dirty) continue;
+    r->dirty = 0;
+    for (int i = 0; i < r->nstreams; i++) {
+      sim_stream_t *st = &r->streams[i];
+      weft_result_t res = st->is_send ? consider(w, c, q, i) : consider(w, c, st->peer, st->match);
+      if (res != WEFT_SUCCESS) return res;
+    }
+  }
+  if (c->n > 1) qsort(c->v, (size_t)c->n, sizeof *c->v, cand_cmp); /* c->v may be NULL */
+  for (int k = 0; k < c->n; k++) {
+    sim_rank_t *s = &w->ranks[c->v[k].rank];
+    int peer = s->streams[c->v[k].stream].peer;
+    if (!s->out_busy && !w->ranks[peer].in_busy) WEFT_CHECK(start(w, c->v[k].rank, c->v[k].stream));
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
+  sim_rank_t *s = &w->ranks[e->from], *d = &w->ranks[e->to];
+  sim_stream_t *out = &s->streams[e->from_stream], *in = &d->streams[e->to_stream];
+  if (w->trace) w->trace(w->trace_arg, e->from, e->to, e->bytes, e->start, e->t);
+  s->out_busy = d->in_busy = 0;
+  /* A send stream has one message in flight at a time (one outgoing port): it is the head. */
+  out->fifo[out->head].complete = 1;
+  WEFT_CHECK(retire(w, e->from, out));
+  sim_slot_t *f = &in->fifo[e->to_slot];
+  if (f->op >= 0 && d->s.ops[f->op].kind == SCHED_RECV_REDUCE) {
+    sim_task_t t = {SIM_TASK_REDUCE, e->to_stream, e->to_slot, f->op, e->bytes * w->m->gamma};
+    WEFT_CHECK(cpu_push(w, e->to, t));
+  } else {
+    f->complete = 1;
+  }
+  d->dirty = 1;
+  return retire(w, e->to, in);
+}
+
+static weft_result_t on_cpu(sim_world_t *w, int rank) {
+  sim_rank_t *r = &w->ranks[rank];
+  sim_task_t t = r->tasks[r->task_head];
+  r->task_head = (r->task_head + 1) % r->task_cap;
+  r->task_count--;
+  r->cpu_busy = 0;
+  r->dirty = 1;
+  r->end = w->now;
+  WEFT_CHECK(cpu_kick(w, rank));
+  if (t.kind == SIM_TASK_REDUCE) {
+    r->streams[t.stream].fifo[t.slot].complete = 1;
+    WEFT_CHECK(retire(w, rank, &r->streams[t.stream]));
+  } else {
+    r->done[t.op]++;
+    WEFT_CHECK(queue_copies(w, rank));
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Names the first stream that never finished, for a schedule that waits on itself. */
+static weft_result_t check_finished(const sim_world_t *w) {
+  for (int q = 0; q < w->nranks; q++) {
+    const sim_rank_t *r = &w->ranks[q];
+    for (int i = 0; i < r->nstreams; i++) {
+      const sim_stream_t *st = &r->streams[i];
+      int op;
+      size_t j;
+      if (!head(st, &op, &j) && st->count == 0) continue;
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "schedule deadlock: rank %d never finished %s rank %d (op %d, step %d, "
+                      "slice %zu)",
+                      q, st->is_send ? "sending to" : "receiving from", st->peer, op,
+                      op < 0 ? -1 : r->s.ops[op].step, j);
+    }
+    for (int k = 0; k < r->ncopies; k++)
+      if (r->done[r->copies[k]] < r->nslices[r->copies[k]])
+        return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule deadlock: rank %d never finished copy op %d",
+                        q, r->copies[k]);
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t run(sim_world_t *w) {
+  cands_t c = {0};
+  weft_result_t res = WEFT_SUCCESS;
+  for (int q = 0; q < w->nranks && res == WEFT_SUCCESS; q++) {
+    w->ranks[q].dirty = 1;
+    res = queue_copies(w, q);
+  }
+  if (res == WEFT_SUCCESS) res = try_start(w, &c);
+  sim_event_t e;
+  while (res == WEFT_SUCCESS && sim_heap_pop(&w->heap, &e)) {
+    w->now = e.t;
+    res = e.kind == SIM_EV_XFER ? on_xfer(w, &e) : on_cpu(w, e.to);
+    /* Everything at this instant first, so that ready messages compete on equal terms. */
+    if (res == WEFT_SUCCESS && (w->heap.n == 0 || w->heap.ev[0].t > w->now)) res = try_start(w, &c);
+  }
+  free(c.v);
+  return res == WEFT_SUCCESS ? check_finished(w) : res;
+}
+
+/* Runs a built world and frees it. */
+static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trace, void *trace_arg,
+                            sim_result_t *out) {
+  w->trace = trace;
+  w->trace_arg = trace_arg;
+  if (res == WEFT_SUCCESS) res = run(w);
+  if (res == WEFT_SUCCESS) {
+    *out = w->res;
+    out->time = 0;
+    for (int q = 0; q < w->nranks; q++)
+      if (w->ranks[q].end > out->time) out->time = w->ranks[q].end;
+  }
+  sim_world_free(w);
+  return res;
+}
+
+weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn trace,
+                      void *trace_arg, sim_result_t *out) {
+  sim_world_t w;
+  weft_result_t res = sim_world_build(&w, m, call);
+  return finish(&w, res, trace, trace_arg, out);
+}
+
+weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
+                                const schedule_t *scheds, sim_trace_fn trace, void *trace_arg,
+                                sim_result_t *out) {
+  sim_world_t w;
+  weft_result_t res = sim_world_borrow(&w, m, nranks, esize, scheds);
+  return finish(&w, res, trace, trace_arg, out);
+}
