@@ -27,11 +27,11 @@ run() {
 run //...
 # Sanitizers on the tests that exercise memory and threads without the largest data sets.
 sanitized=(//tests/common:all //tests/collectives:all //tests/kernels:all //tests/bootstrap:all
-  //tests/errors:all //tests/harness:all)
+  //tests/errors:all //tests/harness:all //tests/comm:all //tests/trace:all //tests/bench:all)
 run --config=asan "${sanitized[@]}"
 # The multi-process collectives under ASan+UBSan, without the 1 Mi and 64 Mi element cases.
 run --config=asan //tests/collectives_mp:all --test_arg=--gtest_filter=-*Large*:*Huge*
-run --config=tsan //tests/bootstrap:all //tests/errors:all
+run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all
 # The CPU-only build, even where the CUDA toolkit is installed.
 run --config=nocuda //tests/build:all //tests/errors:all
 
