@@ -8,19 +8,23 @@
  *   r+1        [s0][s1][s2] ->
  *   r+2             [s0][s1][s2]
  *
- * Cost with k slices of n/k bytes: (p-1+k-1) (alpha + n/k beta), which tends to n beta for
- * large n. Bus bandwidth (nccl-tests) = algbw. */
+ * Cost (a: seconds per message, b: per byte, S the slice): the call description first,
+ * h = a + 40 b; then the first slice, s1 = min(n, S) bytes, crosses p-2 links, and the last link
+ * carries all k = ceil(n/S) slices:
+ *   h + (p-2)(a + s1 b) + k a + n b
+ * With k equal slices that is h + (p-1+k-1)(a + n/k b), which tends to n b for large n.
+ * Bus bandwidth (nccl-tests) = algbw. */
 #include <math.h>
 
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "common/error.h"
 
-/* k = ceil(n / slice) slices, each crossing p-1 links one after another, the links busy at once. */
 double chain_broadcast_cost(const cost_model_t *m, int p, double n) {
-  if (p < 2 || n <= 0) return 0;
-  double k = ceil(n / m->slice_bytes);
-  return (p - 1 + k - 1) * (m->alpha + n / k * m->beta);
+  double a = m->alpha, b = m->beta, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  return a + 40 * b + (p - 2) * (a + fmin(n, S) * b) + ceil(n / S) * a + n * b;
 }
 
 weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a) {

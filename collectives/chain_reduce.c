@@ -9,8 +9,13 @@
  *   root+2       [s0+][s1+][s2+] ->
  *   root              [s0][s1][s2] = reduction
  *
- * Cost with k = ceil(n / slice) slices of n/k bytes: (p-2+k)(alpha + n/k (beta + gamma)),
- * which tends to n (beta + gamma) for large n. */
+ * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): the call
+ * description first, h = a + 40 b. The first slice, s1 = min(n, S) bytes, is sent and reduced
+ * p-2 times before it reaches the last link; from there either the last link carries all
+ * k = ceil(n/S) slices and the root reduces the last one (r bytes), or the root's CPU, which
+ * starts on the first slice, reduces all n bytes:
+ *   h + (p-2)(a + s1 (b + g)) + max(k a + n b + r g, a + s1 b + n g)
+ * Links and CPUs all work at once: for large n, max(k a + n b, n g) rather than a sum. */
 #include <math.h>
 
 #include "collectives/algorithms.h"
@@ -18,9 +23,12 @@
 #include "common/error.h"
 
 double chain_reduce_cost(const cost_model_t *m, int p, double n) {
-  if (p < 2 || n <= 0) return 0;
-  double k = ceil(n / m->slice_bytes);
-  return (p - 2 + k) * (m->alpha + n / k * (m->beta + m->gamma));
+  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  double k = ceil(n / S), s1 = fmin(n, S), r = n - (k - 1) * S;
+  double last_link = k * a + n * b + r * g, root_cpu = a + s1 * b + n * g;
+  return a + 40 * b + (p - 2) * (a + s1 * (b + g)) + fmax(last_link, root_cpu);
 }
 
 weft_result_t chain_reduce_build(schedule_t *s, const sched_args_t *a) {

@@ -8,17 +8,18 @@
  *
  * Both the send and the receive of round k wait for the receive of round k-1: the send so that
  * it carries that knowledge, the receive so that when it is done every earlier one is too.
- * Cost: (ceil(log2 p) + 1) alpha, the extra step being the call-description exchange (the ring
- * barrier's is p alpha). */
+ * Cost: the call description, a + 40 b, then ceil(log2 p) rounds of one-byte tokens:
+ * (ceil(log2 p) + 1) alpha + (40 + ceil(log2 p)) beta (the ring barrier's: p alpha). */
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "common/error.h"
 
 double dissemination_barrier_cost(const cost_model_t *m, int p, double n) {
   (void)n;
+  if (p < 2) return 0;
   int rounds = 0;
   while ((1 << rounds) < p) rounds++;
-  return (rounds + 1) * m->alpha;
+  return m->alpha + 40 * m->beta + rounds * (m->alpha + m->beta);
 }
 
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a) {

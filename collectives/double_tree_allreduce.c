@@ -17,10 +17,19 @@
  * would make the parent interior in both). So every rank lists all its up ops before all its down
  * ops: both reductions run side by side, and no broadcast slice waits behind a reduction.
  *
- * Cost with depth d, k = ceil(n / 2 slice) slices of s = n/2k bytes per tree; per stage the
- * busiest rank sends one slice up in each tree and two down in its interior one, and folds two:
- * (2d + k - 1)(alpha + 4 s beta + 2 s gamma), about 2 n beta + n gamma for large n (one tree:
- * 3 n beta + 2 n gamma) with the tree's 2d alpha latency. */
+ * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): each tree
+ * carries n/2 bytes in k = ceil(n/2S) slices; the first, s1 = min(n/2, S), goes up and back down
+ * as in tree_allreduce.c (h = a + 40 b, the call description):
+ *   first = tree_reduce_cost(s1) + tree_broadcast_cost(s1) - h
+ * The rest follows through the busiest rank: per pair of slices it sends three in its interior
+ * tree (one up, two down) and one up its leaf tree, and reduces two (c = min(2, p-1)). A pair of
+ * ranks linked in both trees carries one tree's reduction and then the other's broadcast on one
+ * stream, so below that link the broadcast starts only once the reduction over it has finished;
+ * in weft-sim that costs about one message per pair more on 3 ranks and from 7 ranks on. So
+ * w = 2 messages per pair on 2 ranks, 4 on 3..6, 5 from 7 on:
+ *   first + max(w ((k-1) a + (n/2 - s1) b), c (n/2 - s1) g)
+ * About 2.5 n b for large n (one tree: 3 n b), with the single tree's log-depth latency; weft-sim
+ * measures 0.81..1.08 times this over 2..16 ranks. */
 #include <math.h>
 
 #include "collectives/algorithms.h"
@@ -29,9 +38,13 @@
 #include "common/error.h"
 
 double double_tree_allreduce_cost(const cost_model_t *m, int p, double n) {
-  if (p < 2 || n <= 0) return 0;
-  double k = ceil(n / 2 / m->slice_bytes), sl = n / 2 / k;
-  return (2 * tree_depth(p) + k - 1) * (m->alpha + 4 * sl * m->beta + 2 * sl * m->gamma);
+  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes, half = n / 2;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  double k = ceil(half / S), s1 = fmin(half, S);
+  double first = tree_reduce_cost(m, p, s1) + tree_broadcast_cost(m, p, s1) - (a + 40 * b);
+  int w = p == 2 ? 2 : p <= 6 ? 4 : 5, c = p > 2 ? 2 : 1;
+  return first + fmax(w * ((k - 1) * a + (half - s1) * b), c * (half - s1) * g);
 }
 
 weft_result_t double_tree_allreduce_build(schedule_t *s, const sched_args_t *a) {

@@ -15,18 +15,34 @@
  * the previous step's fold, at the price of (log2 p') n elements of scratch (in place, the input
  * is copied to scratch first, since recvbuf gets the result while step 0 still sends it).
  *
- * Cost with L = log2 p', n bytes: L (alpha + n beta + n gamma), plus 2 alpha + 2 n beta + n gamma
- * when p is not a power of two. */
+ * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): the call
+ * description first, h = a + 40 b. A rank folds e = log2 p' exchanges of the whole buffer (one
+ * more, the fold-in, when p is not a power of two), each n bytes in k = ceil(n/S) slices, the
+ * first s1 = min(n, S), the last r. A slice of one step goes out as soon as the step before has
+ * folded it, so the steps overlap; whichever of port, dependency chain and CPU binds:
+ *   h + max(e (k a + n b) + r g,                       the port never idles
+ *           e (a + s1 (b + g)) + [k > 1] r g,           each step waits for its first slice
+ *           a + s1 b + e n g)                           the CPU never idles
+ * plus a + r b for the folded-out rank's result. Unsliced that is h + e (a + n (b + g)), plus
+ * a + n b when p is not a power of two: the textbook cost; sliced, the reductions overlap the
+ * transfers. */
+#include <math.h>
+
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "collectives/fold.h"
 #include "common/error.h"
 
 double recursive_doubling_allreduce_cost(const cost_model_t *m, int p, double n) {
-  int q = fold_pow2(p);
-  double t = fold_log2(q) * (m->alpha + n * (m->beta + m->gamma));
-  if (q != p) t += 2 * m->alpha + 2 * n * m->beta + n * m->gamma;
-  return t;
+  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  int q = fold_pow2(p), e = fold_log2(q) + (q != p);
+  double k = ceil(n / S), s1 = fmin(n, S), r = n - (k - 1) * S;
+  double port = e * (k * a + n * b) + r * g;
+  double chain = e * (a + s1 * (b + g)) + (k > 1 ? r * g : 0);
+  double cpu = a + s1 * b + e * n * g;
+  return a + 40 * b + fmax(port, fmax(chain, cpu)) + (q != p ? a + r * b : 0);
 }
 
 weft_result_t recursive_doubling_allreduce_build(schedule_t *s, const sched_args_t *a) {

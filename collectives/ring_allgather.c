@@ -12,8 +12,14 @@
  * Every block of recvbuf is written once, so no receive waits for a send. In place (sendbuf ==
  * recvbuf + r n) the own block is already where it belongs; otherwise a local copy puts it there.
  *
- * Cost (n: the gathered buffer): (p-1) alpha + (p-1)/p n beta.
+ * Cost (a: seconds per message, b: per byte, n the gathered buffer, S the slice): the call
+ * description first, h = a + 40 b, then p-1 blocks of c = n/p bytes through each rank's port, each
+ * as ceil(c/S) messages, forwarded slice by slice without a pause:
+ *   h + (p-1)(ceil(c/S) a + c b)
+ * For large n, (p-1)/p n b plus one alpha per slice sent.
  * Bus bandwidth (nccl-tests) = algbw * (p-1)/p. */
+#include <math.h>
+
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "common/error.h"
@@ -21,7 +27,9 @@
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
 double ring_allgather_cost(const cost_model_t *m, int p, double n) {
-  return (p - 1) * m->alpha + (double)(p - 1) / p * n * m->beta;
+  if (p < 2) return 0;
+  double c = n / p;
+  return m->alpha + 40 * m->beta + (p - 1) * (ceil(c / m->slice_bytes) * m->alpha + c * m->beta);
 }
 
 weft_result_t ring_allgather_build(schedule_t *s, const sched_args_t *a) {

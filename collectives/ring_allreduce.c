@@ -14,9 +14,21 @@
  * out-of-place and in-place the same schedule with no initial copy. The executor cuts every chunk
  * into slices, so a slice is forwarded as soon as it has been reduced.
  *
- * Cost (alpha: latency per message, beta: time per byte, gamma: reduction time per byte, n bytes):
- *   2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
+ * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, n bytes, S the slice):
+ * the call description goes first, h = a + 40 b. A chunk of c = n/p bytes travels as
+ * k = ceil(c/S) messages, W = k a + c b, the first slice s1 = min(c, S) bytes, the last r. Every
+ * rank sends 2(p-1) chunks through its one port, forwards a slice only once it has arrived and
+ * been reduced, and reduces (p-1) chunks on its one CPU; whichever of the three binds:
+ *   h + max(2(p-1) W,                          the port never idles
+ *           (p-1)(a + s1 (b + g) + W),          each step waits for its first slice's reduction
+ *           a + s1 b + (p-1)(c g + a + r b))    the CPU never idles, then the last slice goes
+ *                                               around the all-gather
+ * Unsliced (k = 1) that is h + 2(p-1)(a + n/p b) + (p-1) n/p g, the textbook cost plus the call
+ * description; sliced, the reductions hide behind the transfers and it tends to
+ * 2(p-1)/p n b + 2(p-1) ceil(n/pS) a: one alpha per message, not per step.
  * Bus bandwidth (nccl-tests) = algbw * 2(p-1)/p: each rank sends and receives 2(p-1)/p n bytes. */
+#include <math.h>
+
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "common/error.h"
@@ -33,8 +45,14 @@ static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, siz
 }
 
 double ring_allreduce_cost(const cost_model_t *m, int p, double n) {
-  return 2.0 * (p - 1) * m->alpha + 2.0 * (p - 1) / p * n * m->beta +
-         (double)(p - 1) / p * n * m->gamma;
+  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  double c = n / p, k = ceil(c / S), s1 = fmin(c, S), r = c - (k - 1) * S, w = k * a + c * b;
+  double port = 2 * (p - 1) * w;
+  double chain = (p - 1) * (a + s1 * (b + g) + w);
+  double cpu = a + s1 * b + (p - 1) * (c * g + a + r * b);
+  return a + 40 * b + fmax(port, fmax(chain, cpu));
 }
 
 weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a) {

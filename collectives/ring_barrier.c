@@ -4,13 +4,15 @@
  * step s-1 from its left one. The token rank r receives in step s proves that rank r-1-s has
  * entered the barrier, so after p-1 steps every rank has heard, transitively, from all others.
  * (The executor's header exchange with the ring neighbours comes first and also checks that every
- * rank called barrier.) Cost: (p-1) alpha. A dissemination barrier does it in log2(p) steps. */
+ * rank called barrier.) Cost: the call description, a + 40 b, then p-1 one-byte tokens one after
+ * another, p alpha + (40 + p-1) beta in all. A dissemination barrier does it in log2(p) steps. */
 #include "collectives/algorithms.h"
 #include "common/error.h"
 
 double ring_barrier_cost(const cost_model_t *m, int p, double n) {
   (void)n;
-  return p * m->alpha; /* p-1 token steps plus the call-description exchange */
+  if (p < 2) return 0;
+  return m->alpha + 40 * m->beta + (p - 1) * (m->alpha + m->beta);
 }
 
 weft_result_t ring_barrier_build(schedule_t *s, const sched_args_t *a) {

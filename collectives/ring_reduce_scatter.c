@@ -16,8 +16,18 @@
  * that one may only complete once the right neighbour has received, which would close a cycle
  * around the ring whenever a link buffers less than a slice.
  *
- * Cost (n: the input, p blocks): (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma.
+ * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, n the input, S the slice):
+ * the call description goes first, h = a + 40 b. A block of c = n/p bytes travels as
+ * k = ceil(c/S) messages, W = k a + c b, the first slice s1 = min(c, S), the last r. Each rank
+ * sends p-1 blocks through its one port and reduces p-1 on its one CPU, and a slice moves on only
+ * once it has been reduced; whichever binds:
+ *   h + max((p-1) W + r g,                       the port never idles; the last slice is reduced
+ *           (p-1)(a + s1 (b + g)) + [k > 1] r g,  each step waits for its first slice's reduction
+ *           a + s1 b + (p-1) c g)                 the CPU never idles after the first slice
+ * Unsliced that is h + (p-1)(a + n/p (b + g)); sliced, the reductions overlap the transfers.
  * Bus bandwidth (nccl-tests) = algbw * (p-1)/p. */
+#include <math.h>
+
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
 #include "common/error.h"
@@ -25,7 +35,14 @@
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
 double ring_reduce_scatter_cost(const cost_model_t *m, int p, double n) {
-  return (p - 1) * m->alpha + (double)(p - 1) / p * n * (m->beta + m->gamma);
+  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  double c = n / p, k = ceil(c / S), s1 = fmin(c, S), r = c - (k - 1) * S;
+  double port = (p - 1) * (k * a + c * b) + r * g;
+  double chain = (p - 1) * (a + s1 * (b + g)) + (k > 1 ? r * g : 0);
+  double cpu = a + s1 * b + (p - 1) * c * g;
+  return a + 40 * b + fmax(port, fmax(chain, cpu));
 }
 
 weft_result_t ring_reduce_scatter_build(schedule_t *s, const sched_args_t *a) {

@@ -8,10 +8,16 @@
  *   d=1        [s0][s1][s2] -> 2 children each
  *   d=2             [s0][s1][s2]
  *
- * Cost with depth d ~ log2(p), k = ceil(n / slice) slices of s = n/k bytes, every stage sending
- * a slice to two children: (d + k - 1)(alpha + 2 s beta), which tends to 2 n beta for large n
- * and to d (alpha + 2 n beta) for small n: log-depth latency where the chain has p-1. Bus
- * bandwidth (nccl-tests) = algbw. */
+ * Cost (a: seconds per message, b: per byte, S the slice): the call description first,
+ * h = a + 40 b. A rank has one port, so it sends each slice to its two children one after the
+ * other: a slice reaches the second child two message times after it reached the parent. The
+ * deepest leaf hangs below second children all the way down, down = 2d - [p even] messages
+ * from the root (d = tree_depth(p); for even p the root has one child). The first slice,
+ * s1 = min(n, S) bytes, takes that many messages to get there; the rest of the buffer follows
+ * through the busiest ports, which send everything w = min(2, p-1) times:
+ *   h + down (a + s1 b) + w ((k-1) a + (n - s1) b),   k = ceil(n/S)
+ * That is h + down (a + n b) for n <= S (log-depth latency where the chain has p-1) and tends
+ * to 2 n b for large n (the chain's n b). Bus bandwidth (nccl-tests) = algbw. */
 #include <math.h>
 
 #include "collectives/algorithms.h"
@@ -20,9 +26,12 @@
 #include "common/error.h"
 
 double tree_broadcast_cost(const cost_model_t *m, int p, double n) {
-  if (p < 2 || n <= 0) return 0;
-  double k = ceil(n / m->slice_bytes);
-  return (tree_depth(p) + k - 1) * (m->alpha + 2 * n / k * m->beta);
+  double a = m->alpha, b = m->beta, S = m->slice_bytes;
+  if (p < 2) return 0;
+  if (n <= 0) return a + 40 * b;
+  double k = ceil(n / S), s1 = fmin(n, S);
+  int down = 2 * tree_depth(p) - (p % 2 == 0), w = p > 2 ? 2 : 1;
+  return a + 40 * b + down * (a + s1 * b) + w * ((k - 1) * a + (n - s1) * b);
 }
 
 weft_result_t tree_broadcast_build(schedule_t *s, const sched_args_t *a) {

@@ -1,5 +1,6 @@
-// cost_test.cc -- the cost functions: sane everywhere, and where a file's header states the bytes
-// on the wire, they are what its schedule sends.
+// cost_test.cc -- the cost functions: sane everywhere; their beta terms are the bytes the schedules
+// send and their alpha terms the messages (weft-sim's tests, tests/sim/, check the whole of them
+// against the simulated schedules).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,8 +26,9 @@ TEST(Cost, FiniteNonNegativeAndGrowingWithSize) {
   }
 }
 
-// With alpha = gamma = 0 and beta = 1 the cost is the bytes the busiest rank sends; for powers of
-// two the formulas are exact.
+// With alpha = gamma = 0, beta = 1 and no slicing, the cost is the 40 bytes of the call
+// description plus the bytes the busiest rank sends; for powers of two the formulas are exact.
+// Rabenseifner's add the p/2 - 1 units a rank forwards after the one it gets last (its files).
 TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
   cost_model_t m = {0, 1, 0, 1e18};
   const std::pair<weft_coll_t, weft_algo_t> rows[] = {
@@ -54,10 +56,32 @@ TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
         most = sent > most ? sent : most;
         sched_free(&s);
       }
-      double bytes = (double)count * (coll == WEFT_COLL_ALL_REDUCE ? 1 : p);
-      EXPECT_DOUBLE_EQ(e->cost(&m, p, bytes), (double)most)
+      bool all_reduce = coll == WEFT_COLL_ALL_REDUCE;
+      double bytes = (double)count * (all_reduce ? 1 : p);
+      double late = algo == WEFT_ALGO_RABENSEIFNER ? (p / 2 - 1) * bytes / p : 0;
+      EXPECT_DOUBLE_EQ(e->cost(&m, p, bytes), 40 + most + late)
           << sim::CollName(coll) << " algo " << algo << " p " << p;
     }
+  }
+}
+
+// With alpha = 1 and beta = gamma = 0 the cost counts messages: one per slice, not one per step,
+// and the call description's.
+TEST(Cost, AlphaTermCountsMessages) {
+  cost_model_t m = {1, 0, 0, 1000};
+  auto cost = [&](weft_coll_t c, weft_algo_t a, int p, double n) {
+    return algo_lookup(c, a)->cost(&m, p, n);
+  };
+  for (int p : {2, 3, 8, 13}) {
+    for (double k : {1, 2, 7}) {  // slices per chunk, block or buffer
+      double chunk = 1000 * k * p;
+      EXPECT_EQ(cost(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, chunk), 1 + 2 * (p - 1) * k);
+      EXPECT_EQ(cost(WEFT_COLL_ALL_GATHER, WEFT_ALGO_RING, p, chunk), 1 + (p - 1) * k);
+      EXPECT_EQ(cost(WEFT_COLL_REDUCE_SCATTER, WEFT_ALGO_RING, p, chunk), 1 + (p - 1) * k);
+      EXPECT_EQ(cost(WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, 1000 * k), 1 + (p - 1) + (k - 1));
+      EXPECT_EQ(cost(WEFT_COLL_ALL_GATHER, WEFT_ALGO_RECURSIVE_DOUBLING, 8, 8000 * k), 1 + 7 * k);
+    }
+    EXPECT_EQ(cost(WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0), p);
   }
 }
 

@@ -1,6 +1,7 @@
 // exact_test.cc -- on one node the simulation reproduces the closed forms term for term.
 //
-// Where the schedule has no pipelining to gain from, or the closed form counts it (the chain).
+// Where the schedule has no pipelining to gain from, or the closed form counts it (the chain),
+// and the trees' latencies, whose closed forms count messages on shapes built elsewhere.
 #include "tests/sim/sim_util.h"
 
 namespace {
@@ -21,13 +22,13 @@ TEST(ExactTest, RingAllReduceUnsliced) {
       double want = 2 * (p - 1) * (m.alpha + c * m.beta) + (p - 1) * c * m.gamma;
       double got = Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, count);
       EXPECT_SAME_TIME(got, want) << "p=" << p << " n=" << n;
+      // The call description goes first on every stream and delays everything by one message,
+      // which the closed form counts.
+      m.headers = 1;
+      got = Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, count);
+      EXPECT_SAME_TIME(got, want + m.alpha + kHdr * m.beta) << "p=" << p << " n=" << n;
       cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
       EXPECT_SAME_TIME(got, ring_allreduce_cost(&cm, p, (double)n)) << "p=" << p;
-      // The call description goes first on every stream and delays everything by one message.
-      m.headers = 1;
-      EXPECT_SAME_TIME(Time(m, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, p, count),
-                       want + m.alpha + kHdr * m.beta)
-          << "p=" << p << " n=" << n;
     }
   }
 }
@@ -43,29 +44,42 @@ TEST(ExactTest, ChainBroadcastPipelined) {
       for (int root : {0, p / 2, p - 1}) {
         double got = Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, n / 4, root);
         EXPECT_SAME_TIME(got, want) << "p=" << p << " k=" << k << " root=" << root;
-        EXPECT_SAME_TIME(got, chain_broadcast_cost(&cm, p, (double)n));
       }
       m.headers = 1;
-      EXPECT_SAME_TIME(Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, n / 4),
-                       want + m.alpha + kHdr * m.beta)
-          << "p=" << p << " k=" << k;
+      double got = Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_RING, p, n / 4);
+      EXPECT_SAME_TIME(got, want + m.alpha + kHdr * m.beta) << "p=" << p << " k=" << k;
+      EXPECT_SAME_TIME(got, chain_broadcast_cost(&cm, p, (double)n)) << "p=" << p << " k=" << k;
     }
   }
 }
 
-// Ring barrier: the call description then p-1 one-byte tokens, one after another: p alpha plus
-// the bytes, which ring_barrier_cost leaves out (exact with beta = 0).
+// Ring barrier: the call description then p-1 one-byte tokens, one after another.
 TEST(ExactTest, RingBarrier) {
   for (int p = 2; p <= 16; p++) {
     sim_model_t m = Model();
-    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0),
-                     p * m.alpha + (kHdr + p - 1) * m.beta)
-        << "p=" << p;
-    m.beta = m.inter_beta = 0;
+    double got = Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0);
+    EXPECT_SAME_TIME(got, p * m.alpha + (kHdr + p - 1) * m.beta) << "p=" << p;
     cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
-    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0), p * m.alpha);
-    EXPECT_SAME_TIME(Time(m, WEFT_COLL_BARRIER, WEFT_ALGO_RING, p, 0),
-                     ring_barrier_cost(&cm, p, 0));
+    EXPECT_SAME_TIME(got, ring_barrier_cost(&cm, p, 0)) << "p=" << p;
+  }
+}
+
+// The trees' single-slice latencies: tree_broadcast.c's 2 depth - [p even] messages down and
+// tree_reduce.c's closed form for the messages up (a root's one incoming port takes its
+// children's slices one after the other), from every root, well past the grid's 16 ranks.
+TEST(ExactTest, TreeLatencyInMessages) {
+  sim_model_t m = Model();
+  m.beta = m.inter_beta = m.gamma = 0;
+  cost_model_t cm = {m.alpha, m.beta, m.gamma, (double)m.slice_bytes};
+  for (int p = 2; p <= 70; p++) {
+    for (int root : {0, p / 3, p - 1}) {
+      EXPECT_SAME_TIME(Time(m, WEFT_COLL_BROADCAST, WEFT_ALGO_TREE, p, 256, root),
+                       tree_broadcast_cost(&cm, p, 1024))
+          << "p=" << p << " root=" << root;
+      EXPECT_SAME_TIME(Time(m, WEFT_COLL_REDUCE, WEFT_ALGO_TREE, p, 256, root),
+                       tree_reduce_cost(&cm, p, 1024))
+          << "p=" << p << " root=" << root;
+    }
   }
 }
 
