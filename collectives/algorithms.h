@@ -25,6 +25,10 @@ typedef struct {
   size_t count;
   int root;
   int in_place; /* the caller used weft.h's in-place layout for this collective */
+  /* Topology: node (host) index of every rank, numbered by first appearance, and how many nodes.
+   * NULL / 0 when unknown (tests): treat all ranks as one node. */
+  const int *node_of;
+  int nnodes;
 } sched_args_t;
 
 typedef weft_result_t (*sched_build_fn)(schedule_t *s, const sched_args_t *a);

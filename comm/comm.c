@@ -22,7 +22,8 @@ weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   c->recv_from = calloc((size_t)nranks, sizeof *c->recv_from);
   if (!c->conns || !c->sent_to || !c->recv_from) {
     free(c->conns);
-    free(c->sent_to);
+    free(c->node_of);
+  free(c->sent_to);
     free(c->recv_from);
     free(c);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
@@ -78,6 +79,20 @@ weft_result_t comm_check_usable(const weft_comm_t *c) {
 
 /* Local rank and size from the host identities everyone published (ranks on one host are numbered
  * in global rank order, as launchers do). */
+/* Numbers the hosts in order of their first rank, so every rank computes the same map. */
+static weft_result_t map_nodes(weft_comm_t *c, const boot_record_t *all) {
+  c->node_of = malloc(sizeof(int) * (size_t)c->nranks);
+  if (!c->node_of) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+  c->nnodes = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    c->node_of[r] = -1;
+    for (int q = 0; q < r && c->node_of[r] < 0; q++)
+      if (strcmp(all[q].host_id, all[r].host_id) == 0) c->node_of[r] = c->node_of[q];
+    if (c->node_of[r] < 0) c->node_of[r] = c->nnodes++;
+  }
+  return WEFT_SUCCESS;
+}
+
 static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
   int local_rank = 0, local_size = 0;
   for (int r = 0; r < c->nranks; r++) {
@@ -110,6 +125,7 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   for (int r = 0; r < c->nranks; r++)
     memcpy(c->peer_addrs + (size_t)r * t->addr_size, all[r].addr, t->addr_size);
   if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
+  WEFT_CHECK(map_nodes(c, all));
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
                          .get_conn = comm_get_conn, .owner = c};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first

@@ -17,6 +17,8 @@
 struct weft_comm {
   int rank, nranks;
   int local_rank, local_size;
+  int *node_of; /* node (host) index of every rank, numbered by first appearance; nnodes of them */
+  int nnodes;
   uint64_t comm_id;
   weft_config_t config;
   transport_t *transport;

@@ -77,9 +77,9 @@ TEST(PointToPoint, SendMeetsRecv) {
     for (const sim::Options& o : {sim::Options{4, 2, false, 1}, sim::Options{3, 1, true, 2}}) {
       sim::World w = Blank(4, count);
       Free(w);
-      sched_args_t a = {WEFT_COLL_SEND, 3, 4, count, 1, 0};
+      sched_args_t a = {WEFT_COLL_SEND, 3, 4, count, 1, 0, nullptr, 0};
       ASSERT_EQ(send->build(&w.sched[3], &a), WEFT_SUCCESS);
-      sched_args_t b = {WEFT_COLL_RECV, 1, 4, count, 3, 0};
+      sched_args_t b = {WEFT_COLL_RECV, 1, 4, count, 3, 0, nullptr, 0};
       ASSERT_EQ(recv->build(&w.sched[1], &b), WEFT_SUCCESS);
       for (int r : {0, 2}) sched_init(&w.sched[r], 0, 0);
       ASSERT_EQ(sim::CheckStatic(w, false), "");

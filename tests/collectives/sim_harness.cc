@@ -205,7 +205,7 @@ std::string CheckOutput(const Call& c, const World& w) {
   World w;
   std::string err;
   for (int r = 0; r < c.nranks && err.empty(); r++) {
-    sched_args_t a = {c.coll, r, c.nranks, c.count, c.root, c.in_place ? 1 : 0};
+    sched_args_t a = {c.coll, r, c.nranks, c.count, c.root, c.in_place ? 1 : 0, nullptr, 0};
     schedule_t s;
     if (build(&s, &a) != WEFT_SUCCESS) err = "rank " + std::to_string(r) + ": " + err_last();
     w.sched.push_back(s);

@@ -68,7 +68,7 @@ static sim_stream_t *stream_for(sim_world_t *w, sim_rank_t *r, int peer, int sen
 
 /* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. */
 static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0};
+  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0};
   weft_coll_t coll = c->coll;
   if (coll == WEFT_COLL_SEND || coll == WEFT_COLL_RECV) {
     coll = rank == 0 ? WEFT_COLL_SEND : WEFT_COLL_RECV;
