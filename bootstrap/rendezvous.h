@@ -1,7 +1,7 @@
 /* rendezvous.h -- internal: how the ranks of a new communicator find each other.
  *
  * Rank 0 serves the key-value store on the master port; every rank connects to it, publishes
- * one record (its transport address and host identity), reads everyone's, and counts itself in.
+ * one record (its transport addresses and host identity), reads everyone's, and counts itself in.
  * Init is complete when all ranks have counted themselves in, after which the store is no longer
  * needed: rank 0 stops serving it, freeing the port for the next job. */
 #ifndef WEFT_BOOTSTRAP_RENDEZVOUS_H_
@@ -27,10 +27,14 @@ typedef struct {
   const weft_config_t *config;
 } boot_params_t;
 
-/* What every rank publishes: a blob for the transport plus the identity of its host. */
+/* Transports a rank may publish an address for: 0 TCP, 1 shared memory (comm.c's table). */
+#define BOOT_NTRANSPORTS 2
+
+/* What every rank publishes: a blob per transport plus the identity of its host. A transport the
+ * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros. */
 typedef struct {
   char host_id[BOOT_HOST_ID_MAX];
-  unsigned char addr[128 + 16]; /* transport address blob (a net_addr_t for TCP) */
+  unsigned char addr[BOOT_NTRANSPORTS][128 + 16]; /* a net_addr_t for TCP */
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;

@@ -45,7 +45,7 @@ static weft_result_t parse_item(const char *item, algo_policy_t *out) {
   if (algo == WEFT_NUM_ALGOS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "WEFT_ALGO: unknown algorithm '%s' (known: auto, ring, tree, double_tree, "
-                    "recursive_doubling, rabenseifner, dissemination)",
+                    "recursive_doubling, rabenseifner, dissemination, hierarchical)",
                     algo_name);
   if (!eq) {
     /* A bare name applies wherever it exists; collectives without it stay automatic. */
@@ -59,7 +59,8 @@ static weft_result_t parse_item(const char *item, algo_policy_t *out) {
                     "WEFT_ALGO: unknown collective '%s' (known: all_reduce, broadcast, reduce, "
                     "all_gather, reduce_scatter, barrier)",
                     coll_name);
-  if (algo != WEFT_ALGO_AUTO && !algo_lookup(coll, algo)) return unsupported(coll, algo, "WEFT_ALGO");
+  if (algo != WEFT_ALGO_AUTO && !algo_lookup(coll, algo))
+    return unsupported(coll, algo, "WEFT_ALGO");
   out->forced[coll] = algo;
   return WEFT_SUCCESS;
 }
@@ -74,20 +75,29 @@ weft_result_t algo_policy_parse(const char *spec, algo_policy_t *out) {
   return WEFT_SUCCESS;
 }
 
+int algo_topo_prefers_hierarchy(const algo_topo_t *t, int nranks) {
+  if (!t || t->hierarchy == 0) return 0;
+  if (t->hierarchy > 0) return 1;
+  /* Nodes are numbered by first appearance, so all nnodes hold ranks, and with fewer nodes than
+   * ranks one holds two or more. */
+  return t->node_of && t->nnodes > 1 && t->nnodes < nranks;
+}
+
 weft_result_t algo_choose(weft_coll_t coll, weft_algo_t per_call, const algo_policy_t *policy,
-                          const cost_model_t *m, int nranks, double bytes,
+                          const cost_model_t *m, int nranks, double bytes, const algo_topo_t *topo,
                           const algo_entry_t **out) {
   weft_algo_t want = per_call != WEFT_ALGO_AUTO ? per_call : policy->forced[coll];
   if (want != WEFT_ALGO_AUTO) {
     *out = algo_lookup(coll, want);
-    if (!*out) return unsupported(coll, want, per_call != WEFT_ALGO_AUTO ? "this call" : "WEFT_ALGO");
+    if (!*out)
+      return unsupported(coll, want, per_call != WEFT_ALGO_AUTO ? "this call" : "WEFT_ALGO");
     return WEFT_SUCCESS;
   }
   const algo_entry_t *best = NULL;
   double best_cost = 0;
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t *e = algo_at(i);
-    if (e->coll != coll) continue;
+    if (e->coll != coll || e->algo == WEFT_ALGO_HIERARCHICAL) continue;
     double cost = e->cost ? e->cost(m, nranks, bytes) : 0;
     if (!best || cost < best_cost) {
       best = e;
@@ -96,5 +106,14 @@ weft_result_t algo_choose(weft_coll_t coll, weft_algo_t per_call, const algo_pol
   }
   if (!best) return WEFT_ERR(WEFT_ERR_INTERNAL, "no algorithm for %s", weft_coll_name(coll));
   *out = best;
+  /* Across hosts the hierarchy replaces the bandwidth algorithms; a latency-bound message (for
+   * which the model picked recursive doubling or a tree) keeps its few steps, unless
+   * WEFT_HIERARCHY=1 forces the hierarchy. */
+  int bandwidth_pick = best->algo == WEFT_ALGO_RING || best->algo == WEFT_ALGO_RABENSEIFNER ||
+                       best->algo == WEFT_ALGO_DOUBLE_TREE;
+  const algo_entry_t *hier = algo_lookup(coll, WEFT_ALGO_HIERARCHICAL);
+  if (hier && algo_topo_prefers_hierarchy(topo, nranks) &&
+      (bandwidth_pick || (topo && topo->hierarchy == 1)))
+    *out = hier;
   return WEFT_SUCCESS;
 }

@@ -10,6 +10,8 @@ static const algo_entry_t table[] = {
      recursive_doubling_allreduce_cost},
     {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RABENSEIFNER, rabenseifner_allreduce_build,
      rabenseifner_allreduce_cost},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_HIERARCHICAL, hierarchical_allreduce_build,
+     hierarchical_allreduce_cost},
     {WEFT_COLL_BROADCAST, WEFT_ALGO_RING, chain_broadcast_build, chain_broadcast_cost},
     {WEFT_COLL_BROADCAST, WEFT_ALGO_TREE, tree_broadcast_build, tree_broadcast_cost},
     {WEFT_COLL_REDUCE, WEFT_ALGO_RING, chain_reduce_build, chain_reduce_cost},

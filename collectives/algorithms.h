@@ -86,6 +86,11 @@ weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a)
 double rabenseifner_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_t *a);
 double rabenseifner_reduce_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t hierarchical_allreduce_build(schedule_t *s, const sched_args_t *a);
+/* Without the topology: one host (= ring_allreduce_cost). */
+double hierarchical_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+/* Hosts of `local` ranks each, `hosts` of them. */
+double hierarchical_allreduce_cost_topo(const cost_model_t *m, int local, int hosts, double bytes);
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
 double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 

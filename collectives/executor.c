@@ -40,6 +40,10 @@ typedef struct {
   char *staging; /* window slots of slice bytes, for reducing receives */
 } stream_t;
 
+/* Transports that lend a received slice in place (shm) let a reducing receive read the peer's
+ * bytes where they landed: no staging slot, no copy into it. TCP has to land them somewhere. */
+static int recv_in_place(const stream_t *st) { return st->conn->ops->post_recv_inplace != NULL; }
+
 typedef struct {
   size_t nslices, done;
 } op_state_t;
@@ -170,9 +174,15 @@ static weft_result_t setup(run_t *r) {
   size_t scratch_bytes = (s->buf_count[SCHED_SCRATCH] * r->esize + 63) & ~(size_t)63;
   size_t need = 2 * HDR_BYTES + 64 + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
-    if (!r->streams[i].ops) goto oom;
-    for (int k = 0; k < r->streams[i].nops; k++)
-      if (s->ops[r->streams[i].ops[k]].kind == SCHED_RECV_REDUCE) {
+    stream_t *st = &r->streams[i];
+    if (!st->ops) goto oom;
+    /* Connected first: whether a stream needs staging depends on its transport. */
+    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, &st->conn));
+    int known = 0;
+    for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
+    if (!known) r->conns[r->nconns++] = st->conn;
+    for (int k = 0; k < st->nops && !recv_in_place(st); k++)
+      if (s->ops[st->ops[k]].kind == SCHED_RECV_REDUCE) {
         need += (size_t)r->window * slot_bytes;
         break;
       }
@@ -191,16 +201,12 @@ static weft_result_t setup(run_t *r) {
   char *stage = r->bufs[SCHED_SCRATCH] + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
-    for (int k = 0; k < st->nops; k++)
+    for (int k = 0; k < st->nops && !recv_in_place(st); k++)
       if (s->ops[st->ops[k]].kind == SCHED_RECV_REDUCE) {
         st->staging = stage;
         stage += (size_t)r->window * slot_bytes;
         break;
       }
-    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, &st->conn));
-    int known = 0;
-    for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
-    if (!known) r->conns[r->nconns++] = st->conn;
   }
   hdr_encode(r->hdr_out, r->desc);
   return WEFT_SUCCESS;
@@ -258,6 +264,10 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
       case SCHED_SEND: WEFT_CHECK(t->post_send(st->conn, data, bytes, &f->x)); break;
       case SCHED_RECV_COPY: WEFT_CHECK(t->post_recv(st->conn, data, bytes, &f->x)); break;
       case SCHED_RECV_REDUCE: {
+        if (recv_in_place(st)) {
+          WEFT_CHECK(t->post_recv_inplace(st->conn, bytes, &f->x));
+          break;
+        }
         char *stage = st->staging + (size_t)slot * r->slice_elems * r->esize;
         WEFT_CHECK(t->post_recv(st->conn, stage, bytes, &f->x));
         break;
@@ -299,7 +309,13 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
       const sched_op_t *op = &r->s->ops[f->op];
-      if (op->kind == SCHED_RECV_REDUCE) {
+      if (op->kind == SCHED_RECV_REDUCE && recv_in_place(st)) {
+        /* Straight from the peer's slot, which is then handed back (retire is in FIFO order,
+         * the order release_recv wants). */
+        reduce_slice(r, op, f->slice, f->x.data);
+        WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
+        if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
+      } else if (op->kind == SCHED_RECV_REDUCE) {
         reduce_slice(r, op, f->slice, st->staging + (size_t)st->head * r->slice_elems * r->esize);
         if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
       }

@@ -132,8 +132,9 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
     bytes = (double)k->count * (double)esize;
   const algo_entry_t *algo;
+  algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
   weft_result_t res = algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes,
-                                  &algo);
+                                  &topo, &algo);
   if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
   sched_args_t args = {k->coll, c->rank, c->nranks, k->count, k->root, sh.in_place, c->node_of,
                        c->nnodes};

@@ -36,9 +36,15 @@ void comm_free(weft_comm_t *c, int abortive) {
   if (!c) return;
   for (int p = 0; p < c->nranks; p++)
     if (c->conns[p]) c->conns[p]->ops->close(c->conns[p], abortive);
-  if (c->transport) c->transport->ops->destroy(c->transport);
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
+    if (!c->transports[k]) continue;
+    c->transports[k]->aborting = abortive;
+    c->transports[k]->ops->destroy(c->transports[k]);
+    free(c->peer_addrs[k]);
+  }
   exec_ctx_release(&c->exec);
-  free(c->peer_addrs);
+  free(c->via);
+  free(c->node_of);
   free(c->conns);
   free(c->sent_to);
   free(c->recv_from);
@@ -48,9 +54,9 @@ void comm_free(weft_comm_t *c, int abortive) {
 weft_result_t comm_get_conn(void *owner, int peer, conn_t **out) {
   weft_comm_t *c = owner;
   if (!c->conns[peer]) {
-    const transport_ops_t *t = c->transport->ops;
-    WEFT_CHECK(t->connect(c->transport, peer, c->peer_addrs + (size_t)peer * t->addr_size,
-                          &c->conns[peer]));
+    transport_t *t = c->transports[c->via[peer]];
+    WEFT_CHECK(t->ops->connect(
+        t, peer, c->peer_addrs[c->via[peer]] + (size_t)peer * t->ops->addr_size, &c->conns[peer]));
   }
   *out = c->conns[peer];
   return WEFT_SUCCESS;
@@ -104,28 +110,121 @@ static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
   c->local_size = local_size;
 }
 
+/* Indexed by COMM_TCP, COMM_SHM: where each transport's blob sits in boot_record_t. */
+static const transport_ops_t *const kinds[BOOT_NTRANSPORTS] = {&tcp_transport_ops,
+                                                               &shm_transport_ops};
+
+const char *comm_transport_name(const weft_comm_t *c, int peer) {
+  if (!c || peer < 0 || peer >= c->nranks || !c->conns[peer]) return NULL;
+  return c->conns[peer]->ops->name;
+}
+
+/* WEFT_TRANSPORT: auto creates both (shm is optional: a host without usable /dev/shm falls back
+ * to tcp), tcp or shm only the one. */
+static weft_result_t transport_mode(const weft_comm_t *c, int *want_tcp, int *want_shm) {
+  const char *m = c->config.transport;
+  *want_tcp = strcmp(m, "auto") == 0 || strcmp(m, "tcp") == 0;
+  *want_shm = strcmp(m, "auto") == 0 || strcmp(m, "shm") == 0;
+  if (!*want_tcp && !*want_shm)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: WEFT_TRANSPORT=\"%s\" is not one of auto, tcp, shm", c->rank, m);
+  return WEFT_SUCCESS;
+}
+
 weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
-  const transport_ops_t *t = &tcp_transport_ops;
   transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise};
+  int want[BOOT_NTRANSPORTS];
   memset(mine, 0, sizeof *mine);
-  if (t->addr_size > sizeof mine->addr)
-    return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: %s address of %zu bytes does not fit a record",
-                    c->rank, t->name, t->addr_size);
-  WEFT_CHECK(t->create(&tp, &c->transport));
-  t->local_addr(c->transport, mine->addr);
+  WEFT_CHECK(transport_mode(c, &want[COMM_TCP], &want[COMM_SHM]));
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
+    const transport_ops_t *t = kinds[k];
+    if (!want[k]) continue;
+    if (t->addr_size > sizeof mine->addr[k])
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: %s address of %zu bytes does not fit a record",
+                      c->rank, t->name, t->addr_size);
+    weft_result_t res = t->create(&tp, &c->transports[k]);
+    if (res != WEFT_SUCCESS && k == COMM_SHM && want[COMM_TCP]) {
+      /* auto: peers see our all-zero shm blob and use tcp with us. */
+      if (c->config.debug >= 1)
+        fprintf(stderr, "weft rank %d: no shared memory, using tcp: %s\n", c->rank, err_last());
+      continue;
+    }
+    WEFT_CHECK(res);
+    t->local_addr(c->transports[k], mine->addr[k]);
+  }
   boot_host_id(mine->host_id, sizeof mine->host_id);
   return WEFT_SUCCESS;
 }
 
+static int blob_present(const unsigned char *blob, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (blob[i]) return 1;
+  return 0;
+}
+
+/* Every rank applies the same rule to the same records, so both ends of a pair agree: shm between
+ * ranks of one host that both have it, tcp otherwise. WEFT_TRANSPORT=shm with a peer elsewhere is
+ * an error naming both hosts. Then shm maps the doorbells of its peers. */
+static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all) {
+  const size_t shm_size = shm_transport_ops.addr_size;
+  int *peers = malloc(sizeof(int) * (size_t)c->nranks);
+  const void **blobs = malloc(sizeof(void *) * (size_t)c->nranks);
+  c->via = calloc((size_t)c->nranks, 1);
+  weft_result_t res = WEFT_SUCCESS;
+  int n = 0;
+  if (!peers || !blobs || !c->via) {
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+    goto done;
+  }
+  for (int r = 0; r < c->nranks; r++) {
+    if (r == c->rank) continue;
+    int same_host = c->node_of[r] == c->node_of[c->rank];
+    if (!c->transports[COMM_TCP] && !same_host) {
+      res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                     "rank %d: WEFT_TRANSPORT=shm, but rank %d is on another host (%s, this rank "
+                     "is on %s): use auto or tcp",
+                     c->rank, r, all[r].host_id, all[c->rank].host_id);
+      goto done;
+    }
+    if (same_host && c->transports[COMM_SHM] && blob_present(all[r].addr[COMM_SHM], shm_size)) {
+      c->via[r] = COMM_SHM;
+      blobs[n] = all[r].addr[COMM_SHM];
+      peers[n++] = r;
+    } else {
+      c->via[r] = COMM_TCP;
+    }
+  }
+  if (c->transports[COMM_SHM])
+    res = c->transports[COMM_SHM]->ops->attach_peers(c->transports[COMM_SHM], peers, blobs, n);
+done:
+  free(peers);
+  free(blobs);
+  return res;
+}
+
+/* WEFT_DEBUG=1: which transport each peer gets, e.g. "0:self 1:shm 2:tcp". */
+static void describe_via(const weft_comm_t *c, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int r = 0; r < c->nranks && used + 16 < cap; r++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%d:%s", r ? " " : "", r,
+                             r == c->rank ? "self" : kinds[c->via[r]]->name);
+  if (used + 16 >= cap) snprintf(buf + used, cap - used, " ...");
+}
+
 weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure) {
-  const transport_ops_t *t = c->transport->ops;
-  c->peer_addrs = calloc((size_t)c->nranks, t->addr_size);
-  if (!c->peer_addrs)
-    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
-  for (int r = 0; r < c->nranks; r++)
-    memcpy(c->peer_addrs + (size_t)r * t->addr_size, all[r].addr, t->addr_size);
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
+    if (!c->transports[k]) continue;
+    size_t size = c->transports[k]->ops->addr_size;
+    c->peer_addrs[k] = calloc((size_t)c->nranks, size);
+    if (!c->peer_addrs[k])
+      return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
+    for (int r = 0; r < c->nranks; r++)
+      memcpy(c->peer_addrs[k] + (size_t)r * size, all[r].addr[k], size);
+  }
   if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
   WEFT_CHECK(map_nodes(c, all));
+  WEFT_CHECK(choose_transports(c, all));
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
                          .get_conn = comm_get_conn, .owner = c};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first
@@ -138,16 +237,20 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
     WEFT_CHECK(comm_get_conn(c, second, &unused));
   }
   /* Every rank published its address after it started listening, so all peers listen now. */
-  c->transport->peers_listening = 1;
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++)
+    if (c->transports[k]) c->transports[k]->peers_listening = 1;
   if (measure) WEFT_CHECK(cost_model_measure(c));
   if (c->config.debug >= 1) {
-    char where[NET_ADDR_STRLEN];
-    net_addr_str((const net_addr_t *)all[c->rank].addr, where, sizeof where);
+    char where[NET_ADDR_STRLEN] = "(off)", via[512];
+    if (c->transports[COMM_TCP])
+      net_addr_str((const net_addr_t *)all[c->rank].addr[COMM_TCP], where, sizeof where);
+    describe_via(c, via, sizeof via);
     fprintf(stderr,
-            "weft rank %d/%d: local rank %d/%d, tcp at %s (%d socket(s) per peer), slices of %zu "
-            "bytes, %d in flight, timeout %d ms; cost model alpha %.2f us, beta %.3f ns/B, gamma "
-            "%.3f ns/B\n",
-            c->rank, c->nranks, c->local_rank, c->local_size, where, c->config.nsocks,
+            "weft rank %d/%d: local rank %d/%d, transport per rank: %s; tcp at %s (%d socket(s) "
+            "per peer), shm rings of %d slots, slices of %zu bytes, %d in flight, timeout %d ms; "
+            "cost model alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B\n",
+            c->rank, c->nranks, c->local_rank, c->local_size, via, where, c->config.nsocks,
+            c->config.shm_slots,
             c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
             c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);
   }

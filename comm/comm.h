@@ -21,8 +21,10 @@ struct weft_comm {
   int nnodes;
   uint64_t comm_id;
   weft_config_t config;
-  transport_t *transport;
-  unsigned char *peer_addrs; /* nranks transport address blobs, addr_size each */
+  /* Indexed like boot_record_t.addr (COMM_TCP, COMM_SHM); NULL where not created. */
+  transport_t *transports[BOOT_NTRANSPORTS];
+  unsigned char *peer_addrs[BOOT_NTRANSPORTS]; /* nranks address blobs, addr_size each */
+  unsigned char *via;        /* per peer: the transport that carries it (WEFT_TRANSPORT) */
   conn_t **conns;            /* per peer, NULL until first used */
   exec_ctx_t exec;
   uint64_t seq; /* collectives called so far; travels in every call description */
@@ -38,16 +40,24 @@ struct weft_comm {
 
 typedef struct comm_async comm_async_t;
 
+enum { COMM_TCP = 0, COMM_SHM = 1 };
+
+/* Name of the transport whose connection carries this rank's traffic with `peer` ("tcp",
+ * "shm"), or NULL while not connected (introspection for WEFT_DEBUG and tests). */
+const char *comm_transport_name(const weft_comm_t *comm, int peer);
+
 /* Creation steps shared by init (records exchanged through the bootstrap store) and split
  * (through the parent communicator). comm_alloc: a communicator with nothing set up; comm_free:
  * its teardown, closing connections in order or at once. */
 weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out);
 void comm_free(weft_comm_t *comm, int abortive);
-/* Creates this rank's transport on comm->advertise for comm->comm_id and fills `mine` with what
- * peers need to reach it (its address and this host's identity). */
+/* Creates this rank's transports (those WEFT_TRANSPORT allows) on comm->advertise for
+ * comm->comm_id and fills `mine` with what peers need to reach them (their addresses and this
+ * host's identity). */
 weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
 /* Everything after the exchange: all[r] is rank r's record. Records the addresses, derives local
- * rank and size unless known, connects the ring, and measures the cost model if `measure`. */
+ * rank and size unless known, picks each peer's transport (shm on this host, tcp elsewhere, unless
+ * WEFT_TRANSPORT says otherwise), connects the ring, and measures the cost model if `measure`. */
 weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int measure);
 
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`

@@ -65,7 +65,8 @@ const char *weft_coll_name(weft_coll_t coll) {
 }
 
 static const char *const algo_names[WEFT_NUM_ALGOS] = {
-    "auto", "ring", "tree", "double_tree", "recursive_doubling", "rabenseifner", "dissemination"};
+    "auto",         "ring",         "tree",        "double_tree", "recursive_doubling",
+    "rabenseifner", "dissemination", "hierarchical"};
 
 const char *weft_algo_name(weft_algo_t algo) {
   return (unsigned)algo < WEFT_NUM_ALGOS ? algo_names[algo] : "unknown-algorithm";

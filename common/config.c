@@ -42,8 +42,16 @@ static const knob_t knobs[] = {
      "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},
     {"WEFT_ALGO", "auto", STRING_KNOB(algo),
      "algorithm for every call (ring, tree, ...) or per collective: all_reduce=tree,broadcast=ring"},
+    {"WEFT_HIERARCHY", "-1", KNOB_INT, -1, 1, KNOB_AT(hierarchy),
+     "all_reduce across hosts: 1 always hierarchical, 0 never, -1 when several hosts and one has "
+     "several ranks (WEFT_ALGO and a call's own choice still win)"},
     {"WEFT_TUNE_FILE", "", STRING_KNOB(tune_file),
      "cost model (alpha, beta, gamma) written by weft-bench --tune; empty: measured at init"},
+    {"WEFT_TRANSPORT", "auto", STRING_KNOB(transport),
+     "auto (shared memory to ranks on this host, TCP to others), tcp, or shm (one host only)"},
+    /* 8 slots hold two windows of the default 4 slices in flight: the sender rarely waits. */
+    {"WEFT_SHM_SLOTS", "8", KNOB_INT, 1, 1024, KNOB_AT(shm_slots),
+     "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection"},
     {"WEFT_TRACE", "", STRING_KNOB(trace),
      "write a Chrome trace of every step: rank N writes PATH.rankN.json (weft-run merges them)"},
     /* 72 bytes an event: the default caps a rank's trace buffer near 72 MB. */

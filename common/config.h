@@ -26,7 +26,10 @@ typedef struct {
   char trace[1024];        /* WEFT_TRACE: per-rank Chrome trace files start with this; "" = off */
   int trace_max_events;    /* WEFT_TRACE_MAX_EVENTS: events kept per rank, the rest dropped */
   char algo[256];          /* WEFT_ALGO: "ring" or "all_reduce=tree,broadcast=ring" */
+  int hierarchy;           /* WEFT_HIERARCHY: hierarchical all-reduce: 1 always, 0 never, -1 auto */
   char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
+  char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else tcp), tcp or shm */
+  int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
 } weft_config_t;
 
 typedef const char *(*config_getenv_fn)(void *ctx, const char *name);

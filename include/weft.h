@@ -106,7 +106,8 @@ typedef enum {
   WEFT_ALGO_RECURSIVE_DOUBLING = 4, /* all_reduce, all_gather: log2(p) steps, small messages */
   WEFT_ALGO_RABENSEIFNER = 5,       /* all_reduce (and reduce_scatter): recursive halving+doubling */
   WEFT_ALGO_DISSEMINATION = 6,      /* barrier in ceil(log2(p)) rounds */
-  WEFT_NUM_ALGOS = 7
+  WEFT_ALGO_HIERARCHICAL = 7,       /* all_reduce: rings inside hosts, then across, then inside */
+  WEFT_NUM_ALGOS = 8
 } weft_algo_t;
 
 /* ---- Library ---------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
-/* transport.h -- internal: the interface every transport implements (TCP now; shm, CUDA IPC and
- * verbs later, one file each).
+/* transport.h -- internal: the interface every transport implements (TCP, shared memory; CUDA IPC
+ * and verbs later, one file each).
  *
  * A transport connects this rank to a peer and moves messages over that connection. Each
  * direction of a connection is an ordered stream: messages are delivered in the order they were
@@ -40,6 +40,7 @@ typedef struct xfer_part {
 typedef struct xfer {
   int complete;
   int parts_left;
+  const char *data; /* post_recv_inplace: where the message lies once complete */
   xfer_part_t parts[XFER_MAX_LANES];
 } xfer_t;
 
@@ -73,6 +74,17 @@ struct transport_ops {
   weft_result_t (*wait)(conn_t *const *conns, int n, int timeout_ms);
   /* abortive: reset the connection at once instead of closing it in order. */
   void (*close)(conn_t *c, int abortive);
+
+  /* Optional (NULL where a transport lacks them). */
+  /* Called once after the exchange with the peers this transport will serve, peers[i] having
+   * published blobs[i], before any connect: lets shm map every peer's doorbell. */
+  weft_result_t (*attach_peers)(transport_t *t, const int *peers, const void *const *blobs,
+                                int npeers);
+  /* Receives a message of len <= one slice without copying it: once x->complete, x->data points
+   * at it inside the transport's own memory, valid until release_recv(c, x). Releases come in the
+   * order the receives were posted. Lets a reduction read straight from the peer's slot. */
+  weft_result_t (*post_recv_inplace)(conn_t *c, size_t len, xfer_t *x);
+  weft_result_t (*release_recv)(conn_t *c, xfer_t *x);
 };
 
 /* Every transport's connection starts with this, so generic code can reach the ops. */
@@ -87,10 +99,13 @@ struct transport {
    * listening. From then on a refused connection means the peer is gone, so connect() gives up at
    * once instead of retrying for the whole connect timeout. */
   int peers_listening;
+  /* Set by the communicator before destroy() in an abortive teardown: do not wait for peers. */
+  int aborting;
 };
 
 /* The transports this build has. */
 extern const transport_ops_t tcp_transport_ops;
+extern const transport_ops_t shm_transport_ops;
 
 #ifdef __cplusplus
 }

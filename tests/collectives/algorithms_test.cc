@@ -14,7 +14,8 @@ namespace {
 
 const char* AlgoName(weft_algo_t a) {
   static const char* names[] = {
-      "auto", "ring", "tree", "double_tree", "recursive_doubling", "rabenseifner", "dissemination"};
+      "auto",         "ring",          "tree",        "double_tree", "recursive_doubling",
+      "rabenseifner", "dissemination", "hierarchical"};
   return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 

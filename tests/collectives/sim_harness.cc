@@ -35,6 +35,10 @@ std::string Describe(const Call& c) {
   std::ostringstream s;
   s << CollName(c.coll) << " p=" << c.nranks << " count=" << c.count << " root=" << c.root
     << (c.in_place ? " in place" : " out of place");
+  if (c.node_of) {
+    s << " nodes";
+    for (int r = 0; r < c.nranks; r++) s << (r ? "," : " ") << c.node_of[r];
+  }
   return s.str();
 }
 
@@ -205,7 +209,8 @@ std::string CheckOutput(const Call& c, const World& w) {
   World w;
   std::string err;
   for (int r = 0; r < c.nranks && err.empty(); r++) {
-    sched_args_t a = {c.coll, r, c.nranks, c.count, c.root, c.in_place ? 1 : 0, nullptr, 0};
+    sched_args_t a = {c.coll,    r,       c.nranks, c.count, c.root, c.in_place ? 1 : 0,
+                      c.node_of, c.nnodes};
     schedule_t s;
     if (build(&s, &a) != WEFT_SUCCESS) err = "rank " + std::to_string(r) + ": " + err_last();
     w.sched.push_back(s);

@@ -92,6 +92,8 @@ struct Call {
   size_t count;
   int root;
   bool in_place;
+  const int* node_of = nullptr;  // sched_args_t's topology; nullptr: one host
+  int nnodes = 0;
 };
 
 std::string Describe(const Call& c);

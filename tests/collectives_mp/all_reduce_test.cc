@@ -95,6 +95,7 @@ TEST(AllReduceStriped, ThreeSocketsPerPeer) {
   auto results = mp_run(
       3,
       [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "tcp", 1);  // striping is TCP's; auto would pick shm here
         setenv("WEFT_NSOCKS", "3", 1);
         setenv("WEFT_SLICE_BYTES", "1M", 1);  // slices above the striping threshold
         weft_comm_t* comm;
@@ -117,6 +118,7 @@ TEST(AllReduceStriped, SocketCountThatDiffersAcrossRanksIsRefused) {
   auto results = mp_run(
       2,
       [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "tcp", 1);  // TCP's handshake checks it; shm has no sockets
         setenv("WEFT_NSOCKS", rank == 0 ? "2" : "3", 1);
         setenv("WEFT_CONNECT_TIMEOUT_MS", "3000", 1);
         weft_comm_t* comm;

@@ -45,8 +45,9 @@ Quality Measure(weft_coll_t coll, const sim_model_t& sim_m, const sim_model_t& c
     for (size_t raw = 1024; raw <= (64u << 20); raw *= 2) {
       simrep_shape_t sh = simrep_shape(coll, p, 4, raw);
       const algo_entry_t* pick = nullptr;
-      EXPECT_EQ(algo_choose(coll, WEFT_ALGO_AUTO, &auto_all, &cm, p, (double)sh.bytes, &pick),
-                WEFT_SUCCESS);
+      EXPECT_EQ(
+          algo_choose(coll, WEFT_ALGO_AUTO, &auto_all, &cm, p, (double)sh.bytes, nullptr, &pick),
+          WEFT_SUCCESS);
       if (!pick) return q;
       double best = 0, picked = 0;
       const algo_entry_t* winner = nullptr;

@@ -55,6 +55,8 @@ const Band kBands[] = {
      {{{0.999, 1.001}, {0.989, 1.233}}, {{0.999, 1.001}, {0.989, 1.091}}}},
     {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RABENSEIFNER,
      {{{0.866, 1.138}, {0.825, 1.158}}, {{0.867, 1.165}, {0.836, 1.188}}}},
+    {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_HIERARCHICAL,
+     {{{0.999, 1.001}, {0.999, 1.001}}, {{0.999, 1.001}, {0.989, 1.077}}}},
     {WEFT_COLL_BROADCAST, WEFT_ALGO_RING,
      {{{0.999, 1.001}, {0.999, 1.001}}, {{0.999, 1.001}, {0.999, 1.001}}}},
     {WEFT_COLL_BROADCAST, WEFT_ALGO_TREE,

@@ -52,7 +52,9 @@ TEST(TopologyTest, OnlyCrossNodeMessagesTakeInterNodeLinks) {
 }
 
 // Inter-node values equal to the intra-node ones, or one node holding every rank: the same time
-// as a single node, for every algorithm in the table.
+// as a single node, for every algorithm in the table. Except that the hierarchical all-reduce
+// builds another schedule once ranks sit on several nodes (weft-sim passes them as node_of), so
+// for it only one node holding every rank must change nothing.
 TEST(TopologyTest, EqualLinksChangeNothing) {
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t* e = algo_at(i);
@@ -62,7 +64,9 @@ TEST(TopologyTest, EqualLinksChangeNothing) {
     equal.ranks_per_node = 2;
     wide.ranks_per_node = p;
     double t = Time(one, e->coll, e->algo, p, 300000, root);
-    EXPECT_EQ(Time(equal, e->coll, e->algo, p, 300000, root), t) << weft_algo_name(e->algo);
+    if (e->algo != WEFT_ALGO_HIERARCHICAL) {
+      EXPECT_EQ(Time(equal, e->coll, e->algo, p, 300000, root), t) << weft_algo_name(e->algo);
+    }
     EXPECT_EQ(Time(wide, e->coll, e->algo, p, 300000, root), t) << weft_algo_name(e->algo);
   }
 }

@@ -30,7 +30,7 @@ weft_algo_t bench_model_pick(bench_coll_t coll, const bench_tune_t *t, int nrank
   for (int i = 0; i < WEFT_NUM_COLLS; i++) policy.forced[i] = WEFT_ALGO_AUTO;
   cost_model_t m = model_of(t);
   const algo_entry_t *e = NULL;
-  if (algo_choose(c, WEFT_ALGO_AUTO, &policy, &m, nranks, bytes, &e) != WEFT_SUCCESS || !e) {
+  if (algo_choose(c, WEFT_ALGO_AUTO, &policy, &m, nranks, bytes, NULL, &e) != WEFT_SUCCESS || !e) {
     return WEFT_NUM_ALGOS;
   }
   return e->algo;

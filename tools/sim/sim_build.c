@@ -66,9 +66,9 @@ static sim_stream_t *stream_for(sim_world_t *w, sim_rank_t *r, int peer, int sen
   return st->ops && st->fifo ? st : NULL;
 }
 
-/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. */
-static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0};
+static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, int rank,
+                                         const sched_args_t *args) {
+  sched_args_t a = *args;
   weft_coll_t coll = c->coll;
   if (coll == WEFT_COLL_SEND || coll == WEFT_COLL_RECV) {
     coll = rank == 0 ? WEFT_COLL_SEND : WEFT_COLL_RECV;
@@ -89,6 +89,22 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
     return err_context(res, "rank %d: %s %s schedule", rank, weft_coll_name(coll),
                        weft_algo_name(c->algo));
   return WEFT_SUCCESS;
+}
+
+/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
+ * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
+static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
+  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0};
+  int rpn = w->m->ranks_per_node;
+  int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
+  if (node_of) {
+    for (int r = 0; r < c->nranks; r++) node_of[r] = r / rpn;
+    a.node_of = node_of;
+    a.nnodes = (c->nranks + rpn - 1) / rpn;
+  }
+  weft_result_t res = build_schedule_with(w, c, rank, &a);
+  free(node_of);
+  return res;
 }
 
 /* Streams in executor.c's order: the call description's first, then ops as they appear. */

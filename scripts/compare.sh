@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# compare.sh -- float32 sum all-reduce: weft (tcp, shm, auto) next to Gloo and Open MPI on this machine.
+# Usage: scripts/compare.sh [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20]
+# Writes results/<date>-compare/: compare.csv (busbw in GB/s), compare.png, limits.txt, raw/*.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ranks=2,4 min=4K max=64M iters=20
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks) ranks=$2 ;;
+    --min) min=$2 ;;
+    --max) max=$2 ;;
+    --iters) iters=$2 ;;
+    *) echo "usage: $0 [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20]" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+
+# --- install (Debian only, skipped when present) ---------------------------------------------
+scripts/install-deps.sh
+need=()
+[ -f /usr/include/gloo/allreduce_ring.h ] || need+=(libgloo-dev)
+command -v mpicc >/dev/null || need+=(libopenmpi-dev)
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+command -v gnuplot >/dev/null || need+=(gnuplot-nox)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "compare: installing ${need[*]}" >&2
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- build --------------------------------------------------------------------------------------
+# Own output base and no symlinks: other builds of this checkout may run at the same time.
+bazel=(bazel --output_base="${HOME}/.cache/bazel-peers")
+"${bazel[@]}" build -c opt --symlink_prefix=/ //tools:weft-run //tools/peers:weft_bench
+wbin=$("${bazel[@]}" info -c opt bazel-bin 2>/dev/null)
+bin=$(mktemp -d "${TMPDIR:-/tmp}/weft-compare.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+p=tools/peers
+g++ -O2 -std=c++17 -Wall -Wextra -o "$bin/gloo_bench" $p/gloo_bench.cc -L/usr/lib -lgloo -lpthread
+mpicc -O2 -Wall -Wextra -o "$bin/mpi_bench" $p/mpi_bench.c
+gcc -O2 -Wall -Wextra -o "$bin/memcpy_bw" $p/memcpy_bw.c
+gcc -O2 -Wall -Wextra -o "$bin/tcp_loopback" $p/tcp_loopback.c
+
+out=results/$(date +%F)-compare
+mkdir -p "$out/raw"
+sweep=(-b "$min" -e "$max" -n "$iters" -w 3)
+
+# --- this machine's limits (median of 3 runs each) ------------------------------------------------
+median3() { sort -g | sed -n 2p; }
+memcpy_bw=$(for i in 1 2 3; do "$bin/memcpy_bw" | awk '{print $2}'; done | median3)
+tcp_run=$(for i in 1 2 3; do "$bin/tcp_loopback" | awk '{print $2, $4}'; done | median3)
+tcp_bw=${tcp_run% *} tcp_cores=${tcp_run#* }
+{
+  echo "date $(date -Is)  host $(hostname)  cores $(nproc)  load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "kernel $(uname -r)  gloo $(dpkg-query -W -f='${Version}' libgloo-dev)  openmpi $(dpkg-query -W -f='${Version}' openmpi-bin)"
+  echo "memcpy_GBps $memcpy_bw   (one thread, 256 MiB buffers, median of 9, median of 3 runs)"
+  echo "tcp_loopback_GBps $tcp_bw cores_busy $tcp_cores   (one stream, 1 GiB through 127.0.0.1, median of 3 runs)"
+} | tee "$out/limits.txt"
+
+# --- does this weft know WEFT_TRANSPORT? ----------------------------------------------------------
+# Known if a bogus value makes init fail, or the name is compiled in at all; otherwise setting it
+# changes nothing and the tcp/shm columns would only repeat auto, so they become n/a.
+run_weft() { timeout 300 "$wbin/tools/weft-run" -n "$1" --no-prefix -- "$wbin/tools/peers/weft_bench" "${@:2}"; }
+knob=no
+if grep -q WEFT_TRANSPORT "$wbin/tools/peers/weft_bench" ||
+   ! WEFT_TRANSPORT=no-such-transport run_weft 2 -b 4K -e 4K -n 1 -w 0 >/dev/null 2>&1; then
+  knob=yes
+fi
+echo "weft_knows_WEFT_TRANSPORT $knob" | tee -a "$out/limits.txt"
+
+# --- runs: one log per library/variant/rank count; a failed run is kept and becomes n/a ----------
+mpi=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+for n in ${ranks//,/ }; do
+  log() { echo "$out/raw/$1_${n}ranks.log"; }
+  echo "compare: $n ranks" >&2
+  PEER_VARIANT=auto run_weft "$n" "${sweep[@]}" >"$(log weft-auto)" 2>&1 || echo "# FAILED" >>"$(log weft-auto)"
+  for t in tcp shm; do
+    if [ $knob = yes ]; then
+      PEER_VARIANT=$t WEFT_TRANSPORT=$t run_weft "$n" "${sweep[@]}" >"$(log weft-$t)" 2>&1 || echo "# FAILED" >>"$(log weft-$t)"
+    else
+      echo "# n/a: this weft ignores WEFT_TRANSPORT" >"$(log weft-$t)"
+    fi
+  done
+  # Gloo: fresh FileStore per run, ranks started here (RANK/WORLD_SIZE), all three algorithms.
+  store=$(mktemp -d "$bin/store.XXXXXX")
+  pids=()
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n GLOO_STORE_DIR=$store timeout 300 "$bin/gloo_bench" "${sweep[@]}" \
+      >"$bin/gloo_$r.log" 2>&1 & pids+=($!)
+  done
+  ok=1; for pid in "${pids[@]}"; do wait "$pid" || ok=0; done
+  cat "$bin"/gloo_*.log >"$(log gloo)"; rm -f "$bin"/gloo_*.log
+  [ $ok = 1 ] || echo "# FAILED" >>"$(log gloo)"
+  # Open MPI: its defaults (shared memory between local ranks), and TCP only over loopback.
+  PEER_VARIANT=default timeout 300 "${mpi[@]}" -np "$n" "$bin/mpi_bench" "${sweep[@]}" \
+    >"$(log mpi-default)" 2>&1 || echo "# FAILED" >>"$(log mpi-default)"
+  PEER_VARIANT=tcp timeout 300 "${mpi[@]}" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+    -np "$n" "$bin/mpi_bench" "${sweep[@]}" >"$(log mpi-tcp)" 2>&1 || echo "# FAILED" >>"$(log mpi-tcp)"
+done
+
+# --- table, limits formula and plot ---------------------------------------------------------------
+python3 $p/compare_table.py "$out" "$memcpy_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" | tee "$out/table.txt"
+gnuplot -e "csv='$out/compare.csv'; png='$out/compare.png'; ranks='${ranks//,/ }'" $p/compare.gp
+echo "compare: wrote $out/{compare.csv,compare.png,table.txt,limits.txt,raw/}" >&2

@@ -1,0 +1,86 @@
+"""compare_table.py -- joins compare.sh's raw logs into compare.csv and a printed table with ratios and limits.
+
+Usage: compare_table.py OUTDIR MEMCPY_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no)
+"""
+import csv
+import glob
+import os
+import re
+import sys
+
+out, memcpy, tcp, busy, cores, knob = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
+                                       float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+per_core = tcp / busy  # loopback bytes/s one core moves, both kernel copies included
+COLS = ["weft-auto", "weft-tcp", "weft-shm", "gloo-ring", "gloo-ring_chunked", "gloo-halving_doubling",
+        "openmpi-default", "openmpi-tcp"]
+TCP_PEERS = ["gloo-ring", "gloo-ring_chunked", "gloo-halving_doubling", "openmpi-tcp"]
+ALL_PEERS = TCP_PEERS + ["openmpi-default"]
+ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s*$")
+
+# busbw[(ranks, size)][column] = GB/s, or "wrong" when the result check failed.
+busbw = {}
+for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks.log"))):
+    n = int(re.search(r"_(\d+)ranks\.log$", path).group(1))
+    col = None
+    for line in open(path, errors="replace"):
+        head = re.match(r"^# (\S+) (\S+) all_reduce", line)
+        if head:
+            col = head.group(1) + "-" + head.group(2)
+        m = ROW.match(line)
+        if m and col:
+            size, bw, wrong = int(m.group(1)), float(m.group(5)), int(m.group(6))
+            busbw.setdefault((n, size), {})[col] = "wrong" if wrong else bw
+
+
+def num(v):
+    return v if isinstance(v, float) else None
+
+
+def best(row, names):
+    vals = [(row[c], c) for c in names if num(row.get(c))]
+    return max(vals) if vals else (None, "n/a")
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "n/a"
+
+
+# With the knob unknown, auto is weft's only transport (TCP): it stands in for the TCP fraction.
+tcp_path = "weft-tcp" if knob == "yes" else "weft-auto"
+header = ["ranks", "size"] + COLS + ["best_tcp_peer", "weft-tcp/best_tcp", "weft-shm/best", "weft-auto/best",
+                                     "tcp_limit_busbw", f"{tcp_path}/tcp_limit"]
+rows = []
+for (n, size), row in sorted(busbw.items()):
+    bt, bt_name = best(row, TCP_PEERS)
+    ba, _ = best(row, ALL_PEERS)
+    limit = per_core * cores / n
+    rows.append([n, size] + [f"{row[c]:.3f}" if num(row.get(c)) else row.get(c, "n/a") for c in COLS] +
+                [bt_name, ratio(num(row.get("weft-tcp")), bt), ratio(num(row.get("weft-shm")), ba),
+                 ratio(num(row.get("weft-auto")), ba), f"{limit:.3f}", ratio(num(row.get(tcp_path)), limit)])
+
+with open(os.path.join(out, "compare.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([header] + rows)
+
+print(f"""
+Limits (this machine: {cores} cores, memcpy {memcpy:.2f} GB/s; one loopback TCP stream: T = {tcp:.2f} GB/s
+with U = {busy:.2f} cores busy (sender + receiver CPU time / wall time))
+  Each byte crossing loopback costs two kernel copies (into the sender's socket buffer, out of the
+  receiver's); the single stream pays exactly those, so one core moves T/U = {per_core:.2f} GB/s across.
+  Ring all-reduce of n bytes on p ranks: each rank sends 2(p-1)/p*n, so 2(p-1)*n bytes cross in all:
+      t >= 2(p-1)*n / (cores*T/U)   =>   busbw = (n/t) * 2(p-1)/p <= (T/U) * cores / p
+  = {', '.join(f'{per_core * cores / p:.2f} GB/s at p={p}' for p in sorted({k[0] for k in busbw}))}.
+  It assumes all cores are free for this job and leaves out the reduction pass (optimistic);
+  for scale, the copies alone at memcpy speed would allow cores*M/(2p). weft's fraction uses
+  {tcp_path}{'' if knob == 'yes' else ' (WEFT_TRANSPORT unknown to this weft: auto is its TCP transport)'}.
+""")
+short = {"weft-auto": "w-auto", "weft-tcp": "w-tcp", "weft-shm": "w-shm", "gloo-ring": "g-ring",
+         "gloo-ring_chunked": "g-chunk", "gloo-halving_doubling": "g-hd", "openmpi-default": "mpi-def",
+         "openmpi-tcp": "mpi-tcp", "weft-tcp/best_tcp": "tcp/bTCP", "weft-shm/best": "shm/best",
+         "weft-auto/best": "auto/best", "tcp_limit_busbw": "limit", f"{tcp_path}/tcp_limit": "of-limit",
+         "best_tcp_peer": "best_tcp"}
+print("busbw in GB/s (median); ratios are weft / peer")
+print(" ".join(f"{short.get(h, h):>9}" for h in header))
+for r in rows:
+    cells = [str(c).replace("gloo-", "g-").replace("openmpi-", "mpi-").replace("halving_doubling", "hd")
+             .replace("ring_chunked", "chunk") for c in r]
+    print(" ".join(f"{c:>9}" for c in cells))

@@ -1,0 +1,406 @@
+/* shm.c -- the shared-memory transport for ranks on one host: a ring of slots per direction.
+ *
+ * Each pair of ranks shares one segment (shm_ring.h) with a ring per direction of WEFT_SHM_SLOTS
+ * slots of WEFT_SLICE_BYTES. A sender copies a message into the next free slots and publishes
+ * them by moving `head` (release); the receiver copies them out, or, for a reducing receive,
+ * hands the executor a pointer into the slot itself (post_recv_inplace) and frees it when the
+ * reduction is done (release_recv): the reduction reads the peer's bytes once, with no staging
+ * copy. Slots are freed in order by moving `tail` (release). Messages larger than a slot go
+ * through several slots in turn.
+ *
+ * Waiting: a few hundred polls, then a futex sleep on this rank's doorbell, which every peer bumps
+ * after filling our incoming ring or freeing space in our outgoing one. Spinning alone would let
+ * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
+ * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
+ * wait within one executor wait slice (200 ms), never a hang. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "transport/shm_ring.h"
+#include "transport/transport.h"
+
+#define ADDR_MAGIC 0x57534841u /* "WSHA" */
+/* Polls before sleeping: long enough to catch a peer that is mid-copy (a 64 KiB slot copies in a
+ * few microseconds), short enough not to steal much from a rank sharing our core. */
+#define SPIN_POLLS 300
+
+/* What each rank publishes: its pid names its segments and tells whether it is alive. */
+typedef struct {
+  uint32_t magic;
+  int32_t pid;
+  uint64_t comm_id;
+} shm_addr_t;
+
+typedef struct shm_transport {
+  transport_t base;
+  int rank, nranks, pid;
+  uint64_t comm_id;
+  const weft_config_t *cfg;
+  char bell_name[SHM_NAME_MAX];
+  shm_bell_t *bell;        /* ours: peers ring it */
+  shm_bell_t **peer_bells; /* per rank, mapped by attach_peers */
+  int *peer_pids;          /* per rank, 0 where not a local peer */
+  int npeers;              /* local peers: each of them attaches to our doorbell */
+} shm_transport_t;
+
+typedef struct {
+  conn_t base;
+  shm_transport_t *t;
+  int side, peer_pid;
+  char name[SHM_NAME_MAX];
+  shm_seg_t seg;
+  shm_ring_ctl_t *out, *in;
+  shm_bell_t *peer_bell;
+  uint64_t head;        /* our copy of out->head */
+  uint64_t rcur;        /* next incoming slot to hand to a receive */
+  uint64_t rtail;       /* our copy of in->tail */
+  unsigned char *freed; /* per incoming slot: received and done with, not yet behind tail */
+  int bad_len;          /* the next incoming slot's length was wrong when last looked at */
+  xfer_part_t *send_head, *send_tail, *recv_head, *recv_tail;
+} shm_conn_t;
+
+static int pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+static weft_result_t shm_create(const transport_params_t *p, transport_t **out) {
+  shm_transport_t *t = calloc(1, sizeof *t);
+  if (!t) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
+  t->base.ops = &shm_transport_ops;
+  t->rank = p->rank;
+  t->nranks = p->nranks;
+  t->pid = (int)getpid();
+  t->comm_id = p->comm_id;
+  t->cfg = p->config;
+  t->peer_bells = calloc((size_t)p->nranks, sizeof *t->peer_bells);
+  t->peer_pids = calloc((size_t)p->nranks, sizeof *t->peer_pids);
+  weft_result_t res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
+  if (!t->peer_bells || !t->peer_pids) goto fail;
+  shm_bell_name(t->bell_name, t->comm_id, t->rank, t->pid);
+  WEFT_CHECK_GOTO(shm_bell_create(t->bell_name, &t->bell), res, fail);
+  *out = &t->base;
+  return WEFT_SUCCESS;
+fail:
+  free(t->peer_bells);
+  free(t->peer_pids);
+  free(t);
+  return err_context(res, "rank %d: shm transport", p->rank);
+}
+
+static void shm_local_addr(const transport_t *base, void *blob) {
+  const shm_transport_t *t = (const shm_transport_t *)base;
+  shm_addr_t a = {ADDR_MAGIC, t->pid, t->comm_id};
+  memcpy(blob, &a, sizeof a);
+}
+
+/* Every local peer attaches to every other's doorbell now, before any connect, so the last one to
+ * attach can unlink it: from then on a crash leaves nothing in /dev/shm. */
+static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const void *const *blobs,
+                                      int n) {
+  shm_transport_t *t = (shm_transport_t *)base;
+  t->npeers = n;
+  if (n == 0) shm_unlink(t->bell_name); /* nobody will attach */
+  for (int i = 0; i < n; i++) {
+    shm_addr_t a;
+    memcpy(&a, blobs[i], sizeof a);
+    char name[SHM_NAME_MAX];
+    shm_bell_name(name, t->comm_id, peers[i], a.pid);
+    t->peer_pids[peers[i]] = a.pid;
+    weft_result_t res = shm_bell_attach(name, n, &t->peer_bells[peers[i]]);
+    if (res != WEFT_SUCCESS)
+      return err_context(res, "rank %d: shm with rank %d", t->rank, peers[i]);
+  }
+  return WEFT_SUCCESS;
+}
+
+/* An orderly teardown first lets every local peer attach to our doorbell (one may still be in
+ * init), so that it finds it; a dead peer or the connect timeout ends the wait. */
+static void wait_bell_attached(shm_transport_t *t) {
+  int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
+  while (atomic_load(&t->bell->attached) < t->npeers && clock_now_ms() < deadline) {
+    for (int r = 0; r < t->nranks; r++)
+      if (t->peer_pids[r] && !pid_alive(t->peer_pids[r])) return;
+    usleep(1000);
+  }
+}
+
+static void shm_destroy(transport_t *base) {
+  shm_transport_t *t = (shm_transport_t *)base;
+  if (!t) return;
+  if (t->bell && !t->base.aborting) wait_bell_attached(t);
+  shm_unlink(t->bell_name); /* normally gone already (ENOENT); not after a failed init */
+  for (int r = 0; r < t->nranks; r++) shm_unmap(t->peer_bells[r], sizeof(shm_bell_t));
+  shm_unmap(t->bell, sizeof(shm_bell_t));
+  free(t->peer_bells);
+  free(t->peer_pids);
+  free(t);
+}
+
+static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
+  shm_transport_t *t = (shm_transport_t *)base;
+  shm_addr_t a;
+  memcpy(&a, peer_blob, sizeof a);
+  if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id || !t->peer_bells[peer])
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d has no shm address here", t->rank, peer);
+  shm_conn_t *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
+  c->base.ops = &shm_transport_ops;
+  c->base.peer = peer;
+  c->t = t;
+  c->side = t->rank < peer ? 0 : 1;
+  c->peer_pid = a.pid;
+  c->peer_bell = t->peer_bells[peer];
+  if (c->side == 0)
+    shm_pair_name(c->name, t->comm_id, t->rank, t->pid, peer, a.pid);
+  else
+    shm_pair_name(c->name, t->comm_id, peer, a.pid, t->rank, t->pid);
+  /* No handshake to wait for: whichever side comes first creates the segment and may start
+   * writing; the other finds the messages waiting. */
+  weft_result_t res =
+      shm_seg_open(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
+                   clock_now_ms() + t->cfg->connect_timeout_ms, pid_alive, a.pid, &c->seg);
+  if (res == WEFT_SUCCESS) {
+    c->freed = calloc((size_t)c->seg.nslots, 1);
+    if (!c->freed) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
+  }
+  if (res != WEFT_SUCCESS) {
+    shm_seg_close(&c->seg, c->name);
+    free(c);
+    return err_context(res, "rank %d: shm connect to rank %d", t->rank, peer);
+  }
+  c->out = c->seg.ring[c->side];
+  c->in = c->seg.ring[1 - c->side];
+  *out = &c->base;
+  return WEFT_SUCCESS;
+}
+
+static void push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
+  p->next = NULL;
+  if (*tail)
+    (*tail)->next = p;
+  else
+    *head = p;
+  *tail = p;
+}
+
+static void pop_done(xfer_part_t **head, xfer_part_t **tail) {
+  xfer_part_t *p = *head;
+  *head = p->next;
+  if (!*head) *tail = NULL;
+  p->owner->parts_left = 0;
+  p->owner->complete = 1;
+}
+
+/* Queues one message; ptr NULL marks an in-place receive. */
+static void post(shm_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
+  x->complete = len == 0;
+  x->parts_left = len == 0 ? 0 : 1;
+  x->data = NULL;
+  if (len == 0) return;
+  xfer_part_t *p = &x->parts[0];
+  p->owner = x;
+  p->ptr = ptr;
+  p->left = len;
+  if (is_send)
+    push(&c->send_head, &c->send_tail, p);
+  else
+    push(&c->recv_head, &c->recv_tail, p);
+}
+
+static weft_result_t shm_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
+  post((shm_conn_t *)base, (char *)buf, len, x, 1);
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t shm_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
+  post((shm_conn_t *)base, buf, len, x, 0);
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t shm_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  if (len > c->seg.slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "in-place receive of %zu bytes from rank %d exceeds the "
+                    "%zu-byte slot",
+                    len, base->peer, c->seg.slot_bytes);
+  post(c, NULL, len, x, 0);
+  return WEFT_SUCCESS;
+}
+
+/* Moves tail past every slot done with, in order, and tells the sender there is room. */
+static void free_slots(shm_conn_t *c) {
+  uint64_t n = (uint64_t)c->seg.nslots, before = c->rtail;
+  while (c->rtail < c->rcur && c->freed[c->rtail % n]) c->freed[c->rtail++ % n] = 0;
+  if (c->rtail == before) return;
+  atomic_store_explicit(&c->in->tail, c->rtail, memory_order_release);
+  shm_bell_ring(c->peer_bell);
+}
+
+static weft_result_t shm_release_recv(conn_t *base, xfer_t *x) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  if (!x->data) return WEFT_SUCCESS; /* an empty message took no slot */
+  size_t i = (size_t)(x->data - c->seg.data[1 - c->side]) / c->seg.slot_bytes;
+  c->freed[i] = 1;
+  x->data = NULL;
+  free_slots(c);
+  return WEFT_SUCCESS;
+}
+
+static void send_progress(shm_conn_t *c, int *progressed) {
+  uint64_t n = (uint64_t)c->seg.nslots;
+  size_t slot = c->seg.slot_bytes;
+  while (c->send_head) {
+    if (c->head - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) break;
+    xfer_part_t *p = c->send_head;
+    size_t k = p->left < slot ? p->left : slot, i = (size_t)(c->head % n);
+    memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
+    c->seg.len[c->side][i] = (uint32_t)k;
+    atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
+    shm_bell_ring(c->peer_bell); /* per slot: the receiver starts on it while we copy the next */
+    p->ptr += k;
+    p->left -= k;
+    *progressed = 1;
+    if (p->left == 0) pop_done(&c->send_head, &c->send_tail);
+  }
+}
+
+static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
+  uint64_t n = (uint64_t)c->seg.nslots;
+  size_t slot = c->seg.slot_bytes;
+  const char *data = c->seg.data[1 - c->side];
+  while (c->recv_head) {
+    if (c->rcur == atomic_load_explicit(&c->in->head, memory_order_acquire)) break;
+    xfer_part_t *p = c->recv_head;
+    size_t k = p->left < slot ? p->left : slot, i = (size_t)(c->rcur % n);
+    if (c->seg.len[1 - c->side][i] != k) {
+      /* Reported one progress call late: the executor first checks the call description that
+       * came before it, which says why far better (e.g. send and recv counts differ). */
+      if (c->bad_len++)
+        return WEFT_ERR(WEFT_ERR_MISMATCH,
+                        "rank %d sent %u bytes where this rank expected %zu "
+                        "(the ranks run different schedules)",
+                        c->base.peer, c->seg.len[1 - c->side][i], k);
+      break;
+    }
+    c->rcur++;
+    *progressed = 1;
+    if (!p->ptr) { /* in place: the slot stays taken until release_recv */
+      p->owner->data = data + i * slot;
+      pop_done(&c->recv_head, &c->recv_tail);
+      continue;
+    }
+    memcpy(p->ptr, data + i * slot, k);
+    p->ptr += k;
+    p->left -= k;
+    c->freed[i] = 1;
+    free_slots(c);
+    if (p->left == 0) pop_done(&c->recv_head, &c->recv_tail);
+  }
+  return WEFT_SUCCESS;
+}
+
+static int ring_full(const shm_conn_t *c) {
+  return c->head - atomic_load_explicit(&c->out->tail, memory_order_acquire) >=
+         (uint64_t)c->seg.nslots;
+}
+
+static int ring_empty(const shm_conn_t *c) {
+  return c->rcur == atomic_load_explicit(&c->in->head, memory_order_acquire);
+}
+
+static weft_result_t shm_progress(conn_t *base, int *progressed) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  send_progress(c, progressed);
+  WEFT_CHECK(recv_progress(c, progressed));
+  /* A closed peer is an error only once we are stuck on it: what it wrote before is still read. */
+  int how = atomic_load(&c->seg.closed[1 - c->side]);
+  if (how == SHM_ABORTED && (c->send_head || c->recv_head))
+    return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d aborted the connection (it failed or was aborted)",
+                    base->peer);
+  if (how == SHM_CLOSED && ((c->send_head && ring_full(c)) || (c->recv_head && ring_empty(c))))
+    return WEFT_ERR(WEFT_ERR_REMOTE,
+                    "rank %d closed the connection while this rank was still %s "
+                    "it",
+                    base->peer, c->recv_head ? "receiving from" : "sending to");
+  return WEFT_SUCCESS;
+}
+
+/* Whether progress() would move something or report something now. */
+static int ready(const shm_conn_t *c) {
+  if (!c->send_head && !c->recv_head) return 0;
+  if (atomic_load_explicit(&c->seg.closed[1 - c->side], memory_order_relaxed)) return 1;
+  return (c->send_head && !ring_full(c)) || (c->recv_head && !ring_empty(c));
+}
+
+static int any_ready(conn_t *const *conns, int n) {
+  for (int i = 0; i < n; i++)
+    if (ready((const shm_conn_t *)conns[i])) return 1;
+  return 0;
+}
+
+static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
+  int busy = 0;
+  for (int i = 0; i < n; i++) {
+    const shm_conn_t *c = (const shm_conn_t *)conns[i];
+    busy |= c->send_head || c->recv_head;
+  }
+  if (!busy) return WEFT_SUCCESS;
+  for (int spin = 0; spin < SPIN_POLLS; spin++) {
+    if (any_ready(conns, n)) return WEFT_SUCCESS;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
+  shm_bell_t *bell = ((const shm_conn_t *)conns[0])->t->bell;
+  atomic_store(&bell->sleeping, 1);
+  uint32_t seen = atomic_load(&bell->bell);
+  int timed_out = any_ready(conns, n) ? 0 : shm_bell_sleep(bell, seen, timeout_ms);
+  atomic_store(&bell->sleeping, 0);
+  if (!timed_out) return WEFT_SUCCESS;
+  for (int i = 0; i < n; i++) {
+    const shm_conn_t *c = (const shm_conn_t *)conns[i];
+    if ((c->send_head || c->recv_head) && !pid_alive(c->peer_pid))
+      return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d (pid %d) exited while this rank was %s it",
+                      c->base.peer, c->peer_pid, c->recv_head ? "receiving from" : "sending to");
+  }
+  return WEFT_SUCCESS;
+}
+
+static void shm_close(conn_t *base, int abortive) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  if (!c) return;
+  atomic_store(&c->seg.closed[c->side], abortive ? SHM_ABORTED : SHM_CLOSED);
+  shm_bell_ring(c->peer_bell); /* a peer blocked on us fails now, not at its timeout */
+  if (!abortive) { /* let a slow peer attach before the name goes (shm_seg_close unlinks it) */
+    int64_t deadline = clock_now_ms() + c->t->cfg->connect_timeout_ms;
+    while (atomic_load(c->seg.attached) < 2 && pid_alive(c->peer_pid) && clock_now_ms() < deadline)
+      usleep(1000);
+  }
+  shm_seg_close(&c->seg, c->name);
+  free(c->freed);
+  free(c);
+}
+
+const transport_ops_t shm_transport_ops = {
+    .name = "shm",
+    .addr_size = sizeof(shm_addr_t),
+    .create = shm_create,
+    .local_addr = shm_local_addr,
+    .connect = shm_connect,
+    .destroy = shm_destroy,
+    .post_send = shm_post_send,
+    .post_recv = shm_post_recv,
+    .progress = shm_progress,
+    .wait = shm_wait,
+    .close = shm_close,
+    .attach_peers = shm_attach_peers,
+    .post_recv_inplace = shm_post_recv_inplace,
+    .release_recv = shm_release_recv,
+};

@@ -1,0 +1,224 @@
+/* shm_ring.c -- creating, attaching and unlinking the shm transport's segments; futex doorbells. */
+#include "transport/shm_ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+
+#define SEG_MAGIC 0x5746534du /* "WFSM" */
+#define HDR_BYTES 64
+#define CTL_BYTES 128 /* an shm_ring_ctl_t: two cache lines */
+#define PAGE 4096
+
+/* The first HDR_BYTES of a pair segment. */
+typedef struct {
+  _Atomic uint32_t magic; /* stored last, with release, by the creator: the rest is then valid */
+  uint32_t nslots;
+  uint64_t slot_bytes;
+  _Atomic int32_t closed[2];
+  _Atomic int32_t attached;
+} seg_hdr_t;
+
+_Static_assert(sizeof(seg_hdr_t) <= HDR_BYTES, "segment header grew");
+_Static_assert(sizeof(shm_ring_ctl_t) == CTL_BYTES, "ring control block changed size");
+
+void shm_bell_name(char *buf, uint64_t comm_id, int rank, int pid) {
+  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-bell-%d.%d", (unsigned long long)comm_id, rank, pid);
+}
+
+void shm_pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid) {
+  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-pair-%d.%d-%d.%d", (unsigned long long)comm_id, lo,
+           lo_pid, hi, hi_pid);
+}
+
+void shm_unmap(void *p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
+static weft_result_t map_fd(int fd, size_t bytes, const char *name, void **out) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "mmap of shared memory %s (%zu bytes): %s", name, bytes,
+                    strerror(errno));
+  *out = p;
+  return WEFT_SUCCESS;
+}
+
+/* Sizes the segment for real (not sparse): a full /dev/shm then fails here with ENOSPC instead of
+ * killing the process with SIGBUS on first touch. */
+static weft_result_t reserve(int fd, size_t bytes, const char *name) {
+  int rc = posix_fallocate(fd, 0, (off_t)bytes);
+  if (rc != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM,
+                    "reserving %zu bytes of shared memory for %s: %s (is "
+                    "/dev/shm big enough? WEFT_SHM_SLOTS and WEFT_SLICE_BYTES set its size)",
+                    bytes, name, strerror(rc));
+  return WEFT_SUCCESS;
+}
+
+weft_result_t shm_bell_create(const char *name, shm_bell_t **out) {
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EEXIST) { /* left by a dead process that had our pid: ours now */
+    shm_unlink(name);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  }
+  if (fd < 0) return WEFT_ERR(WEFT_ERR_SYSTEM, "shm_open %s: %s", name, strerror(errno));
+  void *p = NULL;
+  weft_result_t res = reserve(fd, sizeof(shm_bell_t), name);
+  if (res == WEFT_SUCCESS) res = map_fd(fd, sizeof(shm_bell_t), name, &p);
+  close(fd);
+  if (res != WEFT_SUCCESS) {
+    shm_unlink(name);
+    return res;
+  }
+  *out = p;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t shm_bell_attach(const char *name, int expected, shm_bell_t **out) {
+  int fd = shm_open(name, O_RDWR, 0);
+  if (fd < 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "shm_open of a peer's doorbell %s: %s (did it exit?)", name,
+                    strerror(errno));
+  void *p = NULL;
+  weft_result_t res = map_fd(fd, sizeof(shm_bell_t), name, &p);
+  close(fd);
+  WEFT_CHECK(res);
+  *out = p;
+  if (atomic_fetch_add(&(*out)->attached, 1) + 1 == expected) shm_unlink(name);
+  return WEFT_SUCCESS;
+}
+
+void shm_bell_ring(shm_bell_t *b) {
+  /* seq_cst pairs with the sleeper's store of `sleeping` then load of `bell`: either it sees our
+   * bump (and does not sleep, or futex_wait returns at once), or we see it sleeping. */
+  atomic_fetch_add(&b->bell, 1);
+  if (atomic_load(&b->sleeping))
+    syscall(SYS_futex, (uint32_t *)&b->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+int shm_bell_sleep(shm_bell_t *b, uint32_t seen, int timeout_ms) {
+  struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+  long rc = syscall(SYS_futex, (uint32_t *)&b->bell, FUTEX_WAIT, seen, &ts, NULL, 0);
+  return rc != 0 && errno == ETIMEDOUT;
+}
+
+static size_t seg_bytes(int nslots, size_t slot_bytes, size_t *data_off) {
+  size_t meta = HDR_BYTES + 2 * CTL_BYTES + 2 * sizeof(uint32_t) * (size_t)nslots;
+  *data_off = (meta + PAGE - 1) & ~(size_t)(PAGE - 1);
+  return *data_off + 2 * (size_t)nslots * slot_bytes;
+}
+
+static void seg_layout(shm_seg_t *s, int nslots, size_t slot_bytes, size_t data_off) {
+  char *b = s->base;
+  seg_hdr_t *h = s->base;
+  s->nslots = nslots;
+  s->slot_bytes = slot_bytes;
+  s->closed = h->closed;
+  s->attached = &h->attached;
+  for (int d = 0; d < 2; d++) {
+    s->ring[d] = (shm_ring_ctl_t *)(b + HDR_BYTES + (size_t)d * CTL_BYTES);
+    s->len[d] = (uint32_t *)(b + HDR_BYTES + 2 * CTL_BYTES) + (size_t)d * (size_t)nslots;
+    s->data[d] = b + data_off + (size_t)d * (size_t)nslots * slot_bytes;
+  }
+}
+
+/* The creating side: size, map and initialize, then publish with the magic number. */
+static weft_result_t seg_init(int fd, const char *name, int nslots, size_t slot_bytes,
+                              shm_seg_t *s) {
+  size_t data_off;
+  s->bytes = seg_bytes(nslots, slot_bytes, &data_off);
+  WEFT_CHECK(reserve(fd, s->bytes, name));
+  WEFT_CHECK(map_fd(fd, s->bytes, name, &s->base));
+  seg_hdr_t *h = s->base;
+  h->nslots = (uint32_t)nslots;
+  h->slot_bytes = slot_bytes;
+  atomic_store(&h->attached, 1);
+  seg_layout(s, nslots, slot_bytes, data_off);
+  atomic_store_explicit(&h->magic, SEG_MAGIC, memory_order_release);
+  return WEFT_SUCCESS;
+}
+
+/* The second side: wait for the creator's magic, check both sides agree on the ring shape, count
+ * in and unlink: both sides have it mapped now. */
+static weft_result_t seg_join(int fd, const char *name, int nslots, size_t slot_bytes,
+                              int64_t deadline, shm_seg_t *s) {
+  struct stat st;
+  for (;;) {
+    if (fstat(fd, &st) != 0)
+      return WEFT_ERR(WEFT_ERR_SYSTEM, "fstat %s: %s", name, strerror(errno));
+    if (st.st_size >= HDR_BYTES) break;
+    if (clock_now_ms() > deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT, "shared memory %s was never sized", name);
+    usleep(100);
+  }
+  s->bytes = (size_t)st.st_size;
+  WEFT_CHECK(map_fd(fd, s->bytes, name, &s->base));
+  seg_hdr_t *h = s->base;
+  while (atomic_load_explicit(&h->magic, memory_order_acquire) != SEG_MAGIC) {
+    if (clock_now_ms() > deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT, "shared memory %s was never initialized", name);
+    usleep(100);
+  }
+  size_t data_off;
+  if (h->nslots != (uint32_t)nslots || h->slot_bytes != slot_bytes ||
+      s->bytes != seg_bytes(nslots, slot_bytes, &data_off))
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "the peer made its shm rings %u slots of %llu bytes, this rank wants %d of "
+                    "%zu: WEFT_SHM_SLOTS and WEFT_SLICE_BYTES must agree",
+                    h->nslots, (unsigned long long)h->slot_bytes, nslots, slot_bytes);
+  seg_layout(s, nslots, slot_bytes, data_off);
+  if (atomic_fetch_add(&h->attached, 1) + 1 == 2) shm_unlink(name);
+  return WEFT_SUCCESS;
+}
+
+weft_result_t shm_seg_open(const char *name, int nslots, size_t slot_bytes, int64_t deadline,
+                           int (*peer_alive)(int pid), int peer_pid, shm_seg_t *out) {
+  memset(out, 0, sizeof *out);
+  weft_result_t res;
+  for (;;) {
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+      res = seg_init(fd, name, nslots, slot_bytes, out);
+      close(fd);
+      if (res != WEFT_SUCCESS) shm_unlink(name);
+      break;
+    }
+    if (errno != EEXIST) return WEFT_ERR(WEFT_ERR_SYSTEM, "shm_open %s: %s", name, strerror(errno));
+    fd = shm_open(name, O_RDWR, 0);
+    if (fd >= 0) {
+      res = seg_join(fd, name, nslots, slot_bytes, deadline, out);
+      close(fd);
+      break;
+    }
+    /* ENOENT: the peer's segment vanished between our two opens (it gave up); try again. */
+    if (!peer_alive(peer_pid))
+      return WEFT_ERR(WEFT_ERR_REMOTE, "pid %d exited before connecting", peer_pid);
+    if (clock_now_ms() > deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT, "shm_open %s: %s", name, strerror(errno));
+  }
+  if (res != WEFT_SUCCESS && out->base) {
+    munmap(out->base, out->bytes);
+    out->base = NULL;
+  }
+  return res;
+}
+
+void shm_seg_close(shm_seg_t *s, const char *name) {
+  if (!s->base) return;
+  /* The peer never mapped it: nobody else will unlink it. */
+  if (atomic_load(s->attached) < 2) shm_unlink(name);
+  munmap(s->base, s->bytes);
+  s->base = NULL;
+}

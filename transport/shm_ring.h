@@ -1,0 +1,70 @@
+/* shm_ring.h -- internal: the shared-memory layout of the shm transport and the calls that map it.
+ *
+ * Two kinds of POSIX shm segments, both named after the communicator id, the ranks and their pids
+ * (so a rerun of the same job, or a crashed one, never finds a stale segment under its name):
+ *   - a doorbell per rank: one futex word that peers bump whenever they give the rank something to
+ *     do (data in its incoming rings, space in its outgoing ones), so it can sleep on one word
+ *     however many peers it waits for;
+ *   - a segment per pair of ranks holding one ring of fixed-size slots per direction.
+ * Every segment is unlinked as soon as everyone who will map it has: from then on it lives only
+ * in the mappings, so a crash (even SIGKILL) leaves nothing behind in /dev/shm. */
+#ifndef WEFT_TRANSPORT_SHM_RING_H_
+#define WEFT_TRANSPORT_SHM_RING_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/weft.h"
+
+#define SHM_NAME_MAX 96
+
+typedef struct {
+  _Atomic uint32_t bell;     /* bumped by every peer that has news for this rank */
+  _Atomic uint32_t sleeping; /* set while the owner futex-waits, else wakers skip the syscall */
+  _Atomic int32_t attached;  /* peers that mapped this doorbell; the last one unlinks it */
+} shm_bell_t;
+
+/* One direction. head and tail sit on their own cache lines: each is written by one side only. */
+typedef struct {
+  _Alignas(64) _Atomic uint64_t head; /* slots the sender filled (stored with release) */
+  _Alignas(64) _Atomic uint64_t tail; /* slots the receiver freed (stored with release) */
+} shm_ring_ctl_t;
+
+enum { SHM_OPEN = 0, SHM_CLOSED = 1, SHM_ABORTED = 2 };
+
+/* A mapped pair segment. Side 0 is the lower rank; ring[s] carries side s's messages. */
+typedef struct {
+  void *base;
+  size_t bytes;
+  int nslots;
+  size_t slot_bytes;
+  shm_ring_ctl_t *ring[2];
+  _Atomic int32_t *closed;   /* [2]: SHM_CLOSED or SHM_ABORTED once that side closed */
+  _Atomic int32_t *attached; /* sides that mapped it; the second one unlinks it */
+  uint32_t *len[2];          /* bytes in each slot of ring s, for a length check */
+  char *data[2];             /* nslots slots of slot_bytes each, per ring */
+} shm_seg_t;
+
+void shm_bell_name(char *buf, uint64_t comm_id, int rank, int pid);
+void shm_pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid);
+
+/* Creates this rank's doorbell; *out stays mapped until shm_unmap(*out, sizeof **out). */
+weft_result_t shm_bell_create(const char *name, shm_bell_t **out);
+/* Maps a peer's doorbell and counts itself in; the last of `expected` attachers unlinks it. */
+weft_result_t shm_bell_attach(const char *name, int expected, shm_bell_t **out);
+/* Tells the owner of `b` there is news, waking it only if it sleeps. */
+void shm_bell_ring(shm_bell_t *b);
+/* Sleeps until the bell moves from `seen` or timeout_ms passes; 1 if it timed out. */
+int shm_bell_sleep(shm_bell_t *b, uint32_t seen, int timeout_ms);
+
+/* Opens the pair segment, creating it if the peer has not yet (either side may come first);
+ * waits until it is initialized, at most until deadline_ms (clock_now_ms). `peer_alive` is
+ * checked while waiting, so a dead peer fails fast. */
+weft_result_t shm_seg_open(const char *name, int nslots, size_t slot_bytes, int64_t deadline_ms,
+                           int (*peer_alive)(int pid), int peer_pid, shm_seg_t *out);
+void shm_seg_close(shm_seg_t *s, const char *name);
+
+void shm_unmap(void *p, size_t bytes);
+
+#endif /* WEFT_TRANSPORT_SHM_RING_H_ */
