@@ -107,15 +107,22 @@ int main(int argc, char **argv) {
   static const size_t counts[] = {1, 1000, 1 << 20};
   buf = malloc(sizeof(float) << 20);
   if (!buf) FAIL("out of memory");
-  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
-    size_t n = counts[c];
-    for (size_t i = 0; i < n; i++) buf[i] = (float)(rank + 1 + (int)(i % 7));
-    CHECK_WEFT(weft_all_reduce(buf, buf, n, WEFT_FLOAT32, WEFT_SUM, comm, NULL));
-    for (size_t i = 0; i < n; i++) {
-      float want = (float)(size * (size + 1) / 2 + size * (int)(i % 7));
-      if (buf[i] != want) FAIL("all_reduce count %zu: [%zu] = %g, want %g", n, i, buf[i], want);
+  /* Each size with the automatic choice, then forced through the hierarchy (shm within a host,
+   * TCP across hosts) and the flat ring, so the hierarchical schedule is checked on real hosts. */
+  static const weft_algo_t algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_HIERARCHICAL, WEFT_ALGO_RING};
+  for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      size_t n = counts[c];
+      for (size_t i = 0; i < n; i++) buf[i] = (float)(rank + 1 + (int)(i % 7));
+      weft_call_t call = {WEFT_COLL_ALL_REDUCE, buf, buf, n, WEFT_FLOAT32, WEFT_SUM, -1, algos[a]};
+      CHECK_WEFT(weft_call(&call, comm, NULL));
+      for (size_t i = 0; i < n; i++) {
+        float want = (float)(size * (size + 1) / 2 + size * (int)(i % 7));
+        if (buf[i] != want)
+          FAIL("all_reduce %s count %zu: [%zu] = %g, want %g", weft_algo_name(algos[a]), n, i,
+               buf[i], want);
+      }
     }
-  }
 
   /* broadcast from the last rank (on the last host, so the data crosses hosts). */
   int root = size - 1;
