@@ -6,17 +6,6 @@
 
 #include "common/error.h"
 
-/* "ring, tree" for the algorithms `coll` has, for error messages. */
-static void list_algos(weft_coll_t coll, char *buf, size_t cap) {
-  buf[0] = '\0';
-  for (int i = 0; i < algo_count(); i++) {
-    const algo_entry_t *e = algo_at(i);
-    if (e->coll != coll) continue;
-    size_t len = strlen(buf);
-    snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", weft_algo_name(e->algo));
-  }
-}
-
 static weft_coll_t coll_from_name(const char *name) {
   for (int c = 0; c < WEFT_NUM_COLLS; c++)
     if (strcmp(name, weft_coll_name((weft_coll_t)c)) == 0) return (weft_coll_t)c;
@@ -25,7 +14,7 @@ static weft_coll_t coll_from_name(const char *name) {
 
 static weft_result_t unsupported(weft_coll_t coll, weft_algo_t algo, const char *where) {
   char have[256];
-  list_algos(coll, have, sizeof have);
+  algo_list_names(coll, have, sizeof have);
   return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: %s has no '%s' algorithm (it has: %s)", where,
                   weft_coll_name(coll), weft_algo_name(algo), have);
 }

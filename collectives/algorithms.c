@@ -1,6 +1,9 @@
 /* algorithms.c -- the table behind algorithms.h: every (collective, algorithm) pair built. */
 #include "collectives/algorithms.h"
 
+#include <stdio.h>
+#include <string.h>
+
 static const algo_entry_t table[] = {
     {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, ring_allreduce_build, ring_allreduce_cost},
     {WEFT_COLL_ALL_REDUCE, WEFT_ALGO_TREE, tree_allreduce_build, tree_allreduce_cost},
@@ -40,3 +43,13 @@ const algo_entry_t *algo_lookup(weft_coll_t coll, weft_algo_t algo) {
 int algo_count(void) { return NUM_ENTRIES; }
 
 const algo_entry_t *algo_at(int i) { return i >= 0 && i < NUM_ENTRIES ? &table[i] : NULL; }
+
+void algo_list_names(weft_coll_t coll, char *buf, size_t cap) {
+  if (cap == 0) return;
+  buf[0] = '\0';
+  for (int i = 0; i < NUM_ENTRIES; i++) {
+    if (table[i].coll != coll) continue;
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", weft_algo_name(table[i].algo));
+  }
+}

@@ -55,6 +55,8 @@ typedef struct {
 const algo_entry_t *algo_lookup(weft_coll_t coll, weft_algo_t algo);
 int algo_count(void);
 const algo_entry_t *algo_at(int i);
+/* "ring, tree, ..." for the algorithms `coll` has, for error messages. */
+void algo_list_names(weft_coll_t coll, char *buf, size_t cap);
 
 /* Builders and costs, one pair per file. */
 weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a);

@@ -200,7 +200,7 @@ static int check(simcli_t *o, char *err, size_t errlen) {
            SIMCLI_ERROR;
   if (m->ranks_per_node > o->nranks) m->ranks_per_node = o->nranks;
   char have[256];
-  sim_list_algos(o->coll, have, sizeof have);
+  algo_list_names(o->coll, have, sizeof have);
   if (!have[0])
     return snprintf(err, errlen, "%s: this build has no algorithm for it", weft_coll_name(o->coll)),
            SIMCLI_ERROR;

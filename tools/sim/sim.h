@@ -86,9 +86,6 @@ weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
 /* Seconds one message of `bytes` takes from rank `from` to rank `to`. */
 double sim_link_time(const sim_model_t *m, int from, int to, double bytes);
 
-/* "ring, tree" for the algorithms the table has for `coll` ("" if none). */
-void sim_list_algos(weft_coll_t coll, char *buf, size_t cap);
-
 #ifdef __cplusplus
 }
 #endif

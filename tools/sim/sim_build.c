@@ -31,17 +31,6 @@ double sim_link_time(const sim_model_t *m, int from, int to, double bytes) {
   return m->inter_alpha + bytes * m->inter_beta;
 }
 
-void sim_list_algos(weft_coll_t coll, char *buf, size_t cap) {
-  if (cap == 0) return;
-  buf[0] = '\0';
-  for (int i = 0; i < algo_count(); i++) {
-    const algo_entry_t *e = algo_at(i);
-    if (e->coll != coll) continue;
-    size_t len = strlen(buf);
-    snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", weft_algo_name(e->algo));
-  }
-}
-
 static int is_token(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
 static int is_send(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
 
@@ -177,7 +166,7 @@ static weft_result_t check_call(const sim_call_t *c) {
   if (weft_dtype_size(c->dtype) == 0)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft-sim: unknown dtype %d", (int)c->dtype);
   if (!algo_lookup(c->coll, c->algo)) {
-    sim_list_algos(c->coll, have, sizeof have);
+    algo_list_names(c->coll, have, sizeof have);
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s has no '%s' algorithm in this build (it has: %s)", weft_coll_name(c->coll),
                     weft_algo_name(c->algo), have[0] ? have : "none");
