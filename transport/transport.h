@@ -40,6 +40,9 @@ typedef struct xfer_part {
 typedef struct xfer {
   int complete;
   int parts_left;
+  /* Set by the caller before posting: the buffer is device memory (device/device.h). Only the
+   * device transports (cuda_ipc, staged) accept it; host transports never see device buffers. */
+  int device;
   const char *data; /* post_recv_inplace: where the message lies once complete */
   xfer_part_t parts[XFER_MAX_LANES];
 } xfer_t;
@@ -51,6 +54,7 @@ typedef struct {
   uint64_t comm_id; /* the same on every rank of one communicator, different across them */
   const weft_config_t *config;
   const void *bootstrap_addr; /* net_addr_t this rank advertises (from the bootstrap) */
+  struct dev_engine *dev;     /* the device engine, for device transports; NULL without one */
 } transport_params_t;
 
 struct transport_ops {
