@@ -110,6 +110,10 @@ struct transport {
 /* The transports this build has. */
 extern const transport_ops_t tcp_transport_ops;
 extern const transport_ops_t shm_transport_ops;
+/* Device buffers between ranks on one host (transport/cuda_ipc.c); needs transport_params_t.dev
+ * and, like shm, attach_peers before any connect. Across hosts device buffers go through
+ * staged_wrap() (transport/staged.h) over a host connection. */
+extern const transport_ops_t cuda_ipc_transport_ops;
 
 #ifdef __cplusplus
 }
