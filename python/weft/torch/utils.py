@@ -274,23 +274,25 @@ def _check_same(what, count, text, describe):
 
 def _buckets(tensors, bucket_bytes):
     """Splits tensors, in order, into lists of one device and dtype of at most bucket_bytes each
-    (a tensor larger than that gets a bucket of its own). The split depends only on the tensors'
-    order, shapes and dtypes, so ranks that agree on those make the same buckets."""
-    out = []
-    open_ = collections.OrderedDict()  # (device, dtype) -> [tensors, bytes]
-    for t in tensors:
+    (a tensor larger than that gets a bucket of its own), ordered by their first tensor: the order
+    in which they fill up when the tensors arrive in list order. The split depends only on the
+    tensors' order, shapes and dtypes, so ranks that agree on those make the same buckets."""
+    out = []  # (index of the first tensor, tensors)
+    open_ = {}  # (device, dtype) -> [index, tensors, bytes]
+    for i, t in enumerate(tensors):
         key = (t.device, t.dtype)
         cur = open_.get(key)
         nbytes = t.numel() * t.element_size()
-        if cur is not None and cur[0] and cur[1] + nbytes > bucket_bytes:
-            out.append(cur[0])
+        if cur is not None and cur[2] + nbytes > bucket_bytes:
+            out.append((cur[0], cur[1]))
             cur = None
         if cur is None:
-            cur = open_[key] = [[], 0]
-        cur[0].append(t)
-        cur[1] += nbytes
-    out.extend(cur[0] for cur in open_.values() if cur[0])
-    return out
+            cur = open_[key] = [i, [], 0]
+        cur[1].append(t)
+        cur[2] += nbytes
+    out.extend((cur[0], cur[1]) for cur in open_.values())
+    out.sort(key=lambda b: b[0])
+    return [b for _, b in out]
 
 
 class _Flight:
