@@ -1,0 +1,385 @@
+// device_xport_util.cc -- see device_xport_util.h.
+#include "tests/transport/device_xport_util.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "common/error.h"
+#include "common/net.h"
+
+double NowSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// ---- blobs between ranks ---------------------------------------------------------------------
+
+BlobExchange::BlobExchange(int nranks) : n_(nranks), rd_(nranks, -1), wr_(nranks, -1) {
+  for (int r = 0; r < n_; r++) {
+    int fds[2];
+    if (pipe(fds) == 0) {
+      rd_[r] = fds[0];
+      wr_[r] = fds[1];
+    }
+  }
+}
+
+BlobExchange::~BlobExchange() {
+  for (int r = 0; r < n_; r++) {
+    if (rd_[r] >= 0) close(rd_[r]);
+    if (wr_[r] >= 0) close(wr_[r]);
+  }
+}
+
+static bool ReadFull(int fd, void* buf, size_t len, double deadline) {
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    int left = static_cast<int>((deadline - NowSeconds()) * 1000);
+    if (left <= 0) return false;
+    pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, left) <= 0) continue;
+    ssize_t n = read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string BlobExchange::Exchange(int rank, const void* blob, size_t size,
+                                   std::vector<std::vector<char>>* all, int timeout_ms) {
+  all->assign(n_, std::vector<char>());
+  (*all)[rank].assign(static_cast<const char*>(blob), static_cast<const char*>(blob) + size);
+  std::vector<char> rec(2 * sizeof(uint32_t) + size);
+  uint32_t hdr[2] = {static_cast<uint32_t>(rank), static_cast<uint32_t>(size)};
+  memcpy(rec.data(), hdr, sizeof hdr);
+  memcpy(rec.data() + sizeof hdr, blob, size);
+  for (int p = 0; p < n_; p++)  // one write of < PIPE_BUF bytes: never interleaved with others
+    if (p != rank && write(wr_[p], rec.data(), rec.size()) != static_cast<ssize_t>(rec.size()))
+      return "rank " + std::to_string(rank) + ": writing its address for rank " +
+             std::to_string(p) + " failed";
+  double deadline = NowSeconds() + timeout_ms / 1000.0;
+  for (int got = 0; got < n_ - 1; got++) {
+    uint32_t h[2];
+    if (!ReadFull(rd_[rank], h, sizeof h, deadline) || h[0] >= static_cast<uint32_t>(n_))
+      return "rank " + std::to_string(rank) + ": no address from the other ranks";
+    std::vector<char>& b = (*all)[h[0]];
+    b.resize(h[1]);
+    if (!ReadFull(rd_[rank], b.data(), h[1], deadline))
+      return "rank " + std::to_string(rank) + ": address of rank " + std::to_string(h[0]) +
+             " cut short";
+  }
+  return "";
+}
+
+// ---- configuration and leftovers -------------------------------------------------------------
+
+static const char* NoEnv(void*, const char*) { return nullptr; }
+
+weft_config_t TestConfig(size_t slice_bytes, int shm_slots, int slices_in_flight) {
+  weft_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  config_load(&cfg, NoEnv, nullptr);
+  cfg.slice_bytes = slice_bytes;
+  cfg.shm_slots = shm_slots;
+  cfg.slices_in_flight = slices_in_flight;
+  cfg.timeout_ms = 20000;
+  cfg.connect_timeout_ms = 20000;
+  return cfg;
+}
+
+uint64_t TestCommId() {
+  static std::atomic<uint64_t> counter{0};
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (static_cast<uint64_t>(getpid()) << 40) ^ (static_cast<uint64_t>(ts.tv_nsec) << 8) ^
+         (counter++ * 0x9e3779b97f4a7c15ull);
+}
+
+std::string Leftovers(uint64_t comm_id) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "weft-%016llx-", static_cast<unsigned long long>(comm_id));
+  std::string found;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return found;
+  while (dirent* e = readdir(d))
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) found += std::string(e->d_name) + " ";
+  closedir(d);
+  return found;
+}
+
+// ---- transports ------------------------------------------------------------------------------
+
+void RankXport::Close(bool abortive) {
+  for (conn_t* c : conns)
+    if (c) c->ops->close(c, abortive);
+  conns.clear();
+  if (t) {
+    t->aborting = abortive;
+    t->ops->destroy(t);
+    t = nullptr;
+  }
+}
+
+static std::string Fail(int rank, const std::string& what) {
+  return "rank " + std::to_string(rank) + ": " + what + ": " + err_last();
+}
+
+// create, exchange blobs, attach_peers (where the transport has it), connect to every peer.
+static std::string Open(const transport_ops_t* ops, const transport_params_t* tp,
+                        BlobExchange* ex, RankXport* out) {
+  int rank = tp->rank, n = tp->nranks;
+  if (ops->create(tp, &out->t) != WEFT_SUCCESS) return Fail(rank, std::string(ops->name) + " create");
+  std::vector<char> blob(ops->addr_size);
+  ops->local_addr(out->t, blob.data());
+  std::vector<std::vector<char>> all;
+  std::string err = ex->Exchange(rank, blob.data(), blob.size(), &all, 20000);
+  if (!err.empty()) return err;
+  std::vector<int> peers;
+  std::vector<const void*> blobs;
+  for (int p = 0; p < n; p++)
+    if (p != rank) {
+      peers.push_back(p);
+      blobs.push_back(all[p].data());
+    }
+  if (ops->attach_peers &&
+      ops->attach_peers(out->t, peers.data(), blobs.data(), static_cast<int>(peers.size())) !=
+          WEFT_SUCCESS)
+    return Fail(rank, "attach_peers");
+  out->conns.assign(n, nullptr);
+  for (int p : peers)
+    if (ops->connect(out->t, p, all[p].data(), &out->conns[p]) != WEFT_SUCCESS)
+      return Fail(rank, "connect to rank " + std::to_string(p));
+  return "";
+}
+
+std::string OpenCudaIpc(int rank, int n, uint64_t comm_id, const weft_config_t* cfg,
+                        dev_engine_t* dev, BlobExchange* ex, RankXport* out) {
+  transport_params_t tp = {rank, n, comm_id, cfg, nullptr, dev};
+  return Open(&cuda_ipc_transport_ops, &tp, ex, out);
+}
+
+std::string OpenShm(int rank, int n, uint64_t comm_id, const weft_config_t* cfg, BlobExchange* ex,
+                    RankXport* out) {
+  transport_params_t tp = {rank, n, comm_id, cfg, nullptr, nullptr};
+  return Open(&shm_transport_ops, &tp, ex, out);
+}
+
+std::string OpenTcp(int rank, int n, uint64_t comm_id, const weft_config_t* cfg, BlobExchange* ex,
+                    RankXport* out) {
+  net_addr_t addr;
+  if (net_resolve("127.0.0.1", 0, &addr) != WEFT_SUCCESS) return Fail(rank, "resolve 127.0.0.1");
+  transport_params_t tp = {rank, n, comm_id, cfg, &addr, nullptr};
+  return Open(&tcp_transport_ops, &tp, ex, out);
+}
+
+// ---- scripted streams ------------------------------------------------------------------------
+
+std::vector<Msg> Script(int from, int count, size_t slot, size_t host_cap, uint32_t seed) {
+  std::vector<Msg> s = {
+      {true, 1, false},         {true, 1, true},          {false, 40, false},
+      {false, 1, false},        {true, slot - 1, true},   {true, slot, false},
+      {true, slot, true},       {false, 257, false},      {false, 40, true},
+      {true, 0, false},         {true, slot + 1, false},  {true, 3 * slot + 7, false},
+      {false, 1, true},         {true, 7, true},          {false, 0, false},
+      {true, 0, true},          {true, 2 * slot, false},  {true, 13, false},
+  };
+  uint32_t x = seed * 2654435761u + static_cast<uint32_t>(from) * 40503u + 1;
+  auto next = [&x]() {
+    x = x * 1664525u + 1013904223u;
+    return x >> 8;
+  };
+  while (static_cast<int>(s.size()) < count) {
+    Msg m;
+    m.device = next() % 10 < 7;
+    m.len = m.device ? 1 + next() % (2 * slot + slot / 2) : 1 + next() % 600;
+    size_t cap = m.device ? slot : host_cap;
+    m.inplace = m.len <= cap && next() % 2 == 0;
+    s.push_back(m);
+  }
+  s.resize(static_cast<size_t>(count));
+  for (Msg& m : s)
+    if (m.inplace && m.len > (m.device ? slot : host_cap)) m.inplace = false;
+  return s;
+}
+
+static uint8_t Byte(int from, size_t m, size_t j) {
+  return static_cast<uint8_t>(from * 101 + m * 37 + j * 13 + (j >> 9) * 7 + 1);
+}
+
+namespace {
+
+// Device memory for a stream's device messages, at 64-byte aligned offsets.
+struct DevArea {
+  dev_engine_t* dev = nullptr;
+  char* base = nullptr;
+  std::vector<size_t> off;
+  ~DevArea() {
+    if (base) dev->ops->release(dev, base, 0);
+  }
+  std::string Alloc(dev_engine_t* d, const std::vector<Msg>& msgs) {
+    dev = d;
+    size_t total = 64;
+    for (const Msg& m : msgs) {
+      off.push_back(total);
+      if (m.device) total += (m.len + 63) & ~static_cast<size_t>(63);
+    }
+    void* p = nullptr;
+    if (dev->ops->alloc(dev, total, 0, &p) != WEFT_SUCCESS) return std::string("alloc: ") + err_last();
+    base = static_cast<char*>(p);
+    return "";
+  }
+};
+
+}  // namespace
+
+static std::string Describe(int rank, const char* dir, int peer, size_t m, const Msg& msg) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "rank %d: message %zu %s rank %d (%s, %zu bytes, %s)", rank, m, dir,
+           peer, msg.device ? "device" : "host", msg.len, msg.inplace ? "in place" : "copy");
+  return buf;
+}
+
+static std::string Compare(const uint8_t* got, int from, size_t m, size_t len) {
+  for (size_t j = 0; j < len; j++)
+    if (got[j] != Byte(from, m, j))
+      return ": byte " + std::to_string(j) + " is " + std::to_string(got[j]) + ", expected " +
+             std::to_string(Byte(from, m, j));
+  return "";
+}
+
+std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>& out,
+                  const std::vector<Msg>& in, Windows w, int timeout_ms) {
+  int peer = c->peer;
+  const transport_ops_t* ops = c->ops;
+  dev_queue_t* q = nullptr;
+  if (dev->ops->queue_create(dev, &q) != WEFT_SUCCESS) return Fail(rank, "queue_create");
+  struct QueueGuard {
+    dev_engine_t* d;
+    dev_queue_t* q;
+    ~QueueGuard() { d->ops->queue_destroy(q); }
+  } guard{dev, q};
+  // Sources: the pattern in host memory, copied to device memory for device messages.
+  std::vector<std::vector<uint8_t>> src(out.size()), dst(in.size());
+  DevArea dout, din;
+  std::string err = dout.Alloc(dev, out);
+  if (err.empty()) err = din.Alloc(dev, in);
+  if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
+  for (size_t m = 0; m < out.size(); m++) {
+    src[m].resize(out[m].len + 1);
+    for (size_t j = 0; j < out[m].len; j++) src[m][j] = Byte(rank, m, j);
+    if (out[m].device && out[m].len &&
+        dev->ops->copy(q, dout.base + dout.off[m], src[m].data(), out[m].len) != WEFT_SUCCESS)
+      return Fail(rank, "filling device buffers");
+  }
+  for (size_t m = 0; m < in.size(); m++) dst[m].assign(in[m].len + 1, 0);
+  if (dev->ops->drain(q, 20000) != WEFT_SUCCESS) return Fail(rank, "filling device buffers");
+
+  std::vector<xfer_t> sx(out.size()), rx(in.size());
+  size_t ps = 0, pr = 0, ds = 0, dr = 0;
+  std::vector<uint8_t> tmp;
+  double deadline = NowSeconds() + timeout_ms / 1000.0;
+  while (ds < out.size() || dr < in.size()) {
+    int progressed = 0;
+    while (ps < out.size() && ps - ds < static_cast<size_t>(w.send)) {
+      xfer_t* x = &sx[ps];
+      memset(x, 0, sizeof *x);
+      x->device = out[ps].device;
+      const void* buf = out[ps].device ? dout.base + dout.off[ps]
+                                       : static_cast<const void*>(src[ps].data());
+      if (ops->post_send(c, buf, out[ps].len, x) != WEFT_SUCCESS)
+        return Fail(rank, Describe(rank, "to", peer, ps, out[ps]) + ": post_send");
+      ps++;
+      progressed = 1;
+    }
+    while (pr < in.size() && pr - dr < static_cast<size_t>(w.recv)) {
+      xfer_t* x = &rx[pr];
+      memset(x, 0, sizeof *x);
+      x->device = in[pr].device;
+      weft_result_t res;
+      if (in[pr].inplace)
+        res = ops->post_recv_inplace(c, in[pr].len, x);
+      else
+        res = ops->post_recv(c,
+                             in[pr].device ? din.base + din.off[pr]
+                                           : static_cast<void*>(dst[pr].data()),
+                             in[pr].len, x);
+      if (res != WEFT_SUCCESS)
+        return Fail(rank, Describe(rank, "from", peer, pr, in[pr]) + ": post_recv");
+      pr++;
+      progressed = 1;
+    }
+    if (ops->progress(c, &progressed) != WEFT_SUCCESS)
+      return Fail(rank, "progress with rank " + std::to_string(peer));
+    while (ds < ps && sx[ds].complete) {
+      ds++;
+      progressed = 1;
+    }
+    // Receives retire in posting order, so in-place ones are released in that order.
+    while (dr < pr && rx[dr].complete) {
+      const Msg& m = in[dr];
+      xfer_t* x = &rx[dr];
+      std::string what = Describe(rank, "from", peer, dr, m);
+      const uint8_t* got = dst[dr].data();
+      if (m.inplace || m.device) {
+        const void* from = m.inplace ? static_cast<const void*>(x->data) : din.base + din.off[dr];
+        if (m.len && !from) return what + ": complete without data";
+        tmp.assign(m.len + 1, 0);
+        if (m.len && (dev->ops->copy(q, tmp.data(), from, m.len) != WEFT_SUCCESS ||
+                      dev->ops->drain(q, 20000) != WEFT_SUCCESS))
+          return Fail(rank, what + ": reading it back");
+        got = tmp.data();
+      }
+      std::string bad = Compare(got, peer, dr, m.len);
+      if (!bad.empty()) return what + bad;
+      if (m.inplace && ops->release_recv(c, x) != WEFT_SUCCESS)
+        return Fail(rank, what + ": release_recv");
+      dr++;
+      progressed = 1;
+    }
+    if (progressed) continue;
+    if (NowSeconds() > deadline)
+      return "rank " + std::to_string(rank) + ": stuck with rank " + std::to_string(peer) +
+             ": sent " + std::to_string(ds) + "/" + std::to_string(out.size()) + ", received " +
+             std::to_string(dr) + "/" + std::to_string(in.size());
+    if (ops->wait(&c, 1, 50) != WEFT_SUCCESS)
+      return Fail(rank, "wait on rank " + std::to_string(peer));
+  }
+  return "";
+}
+
+std::string WaitForFailure(conn_t* c, dev_engine_t* dev, size_t len, int nrecvs, int nsends,
+                           int timeout_ms, std::string* msg, double* seconds) {
+  int total = nrecvs + nsends;
+  void* p = nullptr;
+  if (dev->ops->alloc(dev, len * total, 0, &p) != WEFT_SUCCESS)
+    return std::string("alloc: ") + err_last();
+  char* buf = static_cast<char*>(p);
+  // Leaked on purpose (the memory too): after a failure the connection may still point at them.
+  std::vector<xfer_t>* xs = new std::vector<xfer_t>(total);
+  memset(xs->data(), 0, sizeof(xfer_t) * xs->size());
+  double start = NowSeconds();
+  weft_result_t res = WEFT_SUCCESS;
+  for (int i = 0; res == WEFT_SUCCESS && i < total; i++) {
+    (*xs)[i].device = 1;
+    res = i < nrecvs ? c->ops->post_recv(c, buf + len * i, len, &(*xs)[i])
+                     : c->ops->post_send(c, buf + len * i, len, &(*xs)[i]);
+  }
+  while (res == WEFT_SUCCESS && NowSeconds() - start < timeout_ms / 1000.0) {
+    int progressed = 0;
+    res = c->ops->progress(c, &progressed);
+    if (res == WEFT_SUCCESS) res = c->ops->wait(&c, 1, 200);
+  }
+  *seconds = NowSeconds() - start;
+  if (res == WEFT_SUCCESS) return "no failure within " + std::to_string(timeout_ms) + " ms";
+  *msg = err_last();
+  return "";
+}
