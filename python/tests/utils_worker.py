@@ -78,10 +78,11 @@ def main():
     except Exception as e:  # ImportError, or OSError when libweft.so cannot be loaded
         weft_skip = "weft.torch is not importable: %s: %s" % (type(e).__name__, e)
 
+    if weft_skip:
+        results["weft_skip"] = weft_skip
+        save()
     for backend in ("gloo", "weft"):
         if backend == "weft" and weft_skip:
-            results["weft_skip"] = weft_skip
-            save()
             break
         port = os.environ["GLOO_PORT" if backend == "gloo" else "WEFT_PORT"]
         os.environ["MASTER_ADDR"] = "127.0.0.1"
