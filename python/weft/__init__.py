@@ -1,0 +1,44 @@
+"""weft: collective communication (all-reduce, broadcast, ...) across processes, over libweft.
+
+    import numpy as np, weft
+    with weft.Comm() as comm:                 # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+        x = np.ones(4, np.float32)
+        comm.all_reduce(x, op="sum")          # in place
+        comm.broadcast(x, root=0)
+
+`import weft.torch` registers the "weft" backend of torch.distributed.
+"""
+from . import _lib
+from .buffers import Buffer, as_buffer
+from .comm import Comm
+from .dtypes import Algo, Coll, Dtype, Op
+from .errors import LibraryNotFoundError, Result, WeftError
+from .request import Request
+
+__all__ = [
+    "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "Request", "Result",
+    "WeftError", "as_buffer", "build_features", "library_path", "version",
+]
+__version__ = "0.1.0"
+
+INT8, UINT8, INT32, UINT32, INT64, UINT64 = (Dtype.INT8, Dtype.UINT8, Dtype.INT32, Dtype.UINT32,
+                                             Dtype.INT64, Dtype.UINT64)
+FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = Dtype.FLOAT16, Dtype.BFLOAT16, Dtype.FLOAT32, Dtype.FLOAT64
+SUM, PROD, MIN, MAX, AVG = Op.SUM, Op.PROD, Op.MIN, Op.MAX, Op.AVG
+FEATURE_CUDA = 0x1
+
+
+def version():
+    """The linked library's version as (major, minor, patch)."""
+    code = _lib.load().weft_version()
+    return code // 10000, code // 100 % 100, code % 100
+
+
+def build_features():
+    """A bit set of FEATURE_* compiled into the library."""
+    return _lib.load().weft_build_features()
+
+
+def library_path():
+    """The libweft.so this package uses ($WEFT_LIBRARY, else the one next to the package)."""
+    return _lib.library_path()

@@ -1,0 +1,108 @@
+"""_lib.py -- finds libweft.so and declares the C prototypes for ctypes.
+
+The library is looked up once, on first use, so that `import weft` (and `import weft.torch`, which
+registers the backend) works before the library is built; the first call then says how to build it.
+"""
+import ctypes
+import os
+import threading
+
+from .errors import LibraryNotFoundError
+
+_NAME = "libweft.so"
+_lock = threading.Lock()
+_lib = None
+
+BUILD_HINT = (
+    "build it with `bazel build //:libweft.so` in the weft checkout and copy it next to the "
+    "package (python/build_lib.sh does both), or point WEFT_LIBRARY at it"
+)
+
+
+class CallT(ctypes.Structure):
+    """weft_call_t from include/weft.h (C enums are ints)."""
+
+    _fields_ = [
+        ("coll", ctypes.c_int),
+        ("sendbuf", ctypes.c_void_p),
+        ("recvbuf", ctypes.c_void_p),
+        ("count", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("op", ctypes.c_int),
+        ("root", ctypes.c_int),
+        ("algo", ctypes.c_int),
+    ]
+
+
+def library_path():
+    """The file load() opens: $WEFT_LIBRARY if set, else libweft.so next to this package."""
+    env = os.environ.get("WEFT_LIBRARY")
+    if env:
+        if not os.path.isfile(env):
+            raise LibraryNotFoundError(f"WEFT_LIBRARY={env}: no such file; " + BUILD_HINT)
+        return env
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), _NAME)
+    if os.path.isfile(here):
+        return here
+    raise LibraryNotFoundError(
+        f"weft: {_NAME} not found (WEFT_LIBRARY is not set and there is no {here}); " + BUILD_HINT
+    )
+
+
+def load():
+    """The loaded library, with every prototype declared."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                raise LibraryNotFoundError(f"weft: cannot load {path}: {e}; " + BUILD_HINT) from e
+            try:
+                _declare(lib)
+            except AttributeError as e:
+                raise LibraryNotFoundError(
+                    f"weft: {path} lacks the weft API ({e}); rebuild it: " + BUILD_HINT
+                ) from e
+            _lib = lib
+        return _lib
+
+
+def _declare(lib):
+    c_int, c_size_t, c_char_p, c_void_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p
+    comm_pp = ctypes.POINTER(c_void_p)
+    int_p = ctypes.POINTER(c_int)
+    call_p = ctypes.POINTER(CallT)
+    protos = {
+        "weft_version": (c_int, []),
+        "weft_build_features": (ctypes.c_uint, []),
+        "weft_result_string": (c_char_p, [c_int]),
+        "weft_last_error": (c_char_p, []),
+        "weft_coll_name": (c_char_p, [c_int]),
+        "weft_algo_name": (c_char_p, [c_int]),
+        "weft_algo_from_name": (c_int, [c_char_p]),
+        "weft_algo_supported": (c_int, [c_int, c_int]),
+        "weft_dtype_size": (c_size_t, [c_int]),
+        "weft_dtype_name": (c_char_p, [c_int]),
+        "weft_op_name": (c_char_p, [c_int]),
+        "weft_comm_init_env": (c_int, [comm_pp]),
+        "weft_comm_init": (c_int, [comm_pp, c_int, c_int, c_char_p, c_int]),
+        "weft_comm_init_url": (c_int, [comm_pp, c_char_p, c_int, c_int]),
+        "weft_comm_destroy": (c_int, [c_void_p]),
+        "weft_comm_abort": (c_int, [c_void_p]),
+        "weft_comm_rank": (c_int, [c_void_p, int_p]),
+        "weft_comm_size": (c_int, [c_void_p, int_p]),
+        "weft_comm_local_rank": (c_int, [c_void_p, int_p]),
+        "weft_comm_local_size": (c_int, [c_void_p, int_p]),
+        "weft_call": (c_int, [call_p, c_void_p, c_void_p]),
+        "weft_call_async": (c_int, [call_p, c_void_p, comm_pp]),
+        "weft_test": (c_int, [c_void_p, int_p]),
+        "weft_wait": (c_int, [c_void_p, c_int]),
+        "weft_comm_split": (c_int, [c_void_p, c_int, c_int, comm_pp]),
+        "weft_comm_dup": (c_int, [c_void_p, comm_pp]),
+    }
+    for name, (restype, argtypes) in protos.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes

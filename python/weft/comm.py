@@ -1,0 +1,258 @@
+"""comm.py -- Comm: a weft communicator and its collectives, over the C API through ctypes.
+
+Buffers are numpy arrays, objects with the buffer protocol, or weft.Buffer. A call that gets only
+`sendbuf` works in place. Every collective takes `async_op=True` to return a Request instead of
+waiting, and `algo=` to force an algorithm for that call (as weft_call_t.algo does).
+"""
+import ctypes
+import threading
+
+from . import _lib
+from .buffers import as_buffer
+from .dtypes import Coll, Op, to_algo, to_op
+from .errors import WeftError, check
+from .request import Request
+
+
+class Comm:
+    """A communicator. Comm() joins the job the launcher's environment describes
+    (weft_comm_init_env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...);
+    Comm(rank=, size=, master_addr=, master_port=) or Comm(url="tcp://host:port", rank=, size=)
+    name it explicitly. Use it as a context manager, or call destroy() (abort() on error paths)."""
+
+    def __init__(self, rank=None, size=None, master_addr=None, master_port=None, url=None,
+                 _handle=None):
+        self._lib = _lib.load()
+        self._pending = []  # Requests issued and not yet seen complete: they own live buffers
+        self._lock = threading.RLock()
+        if _handle is not None:
+            self._handle = _handle
+        else:
+            self._handle = self._init(rank, size, master_addr, master_port, url)
+        self._rank = self._query(self._lib.weft_comm_rank)
+        self._size = self._query(self._lib.weft_comm_size)
+
+    def _init(self, rank, size, master_addr, master_port, url):
+        lib = self._lib
+        handle = ctypes.c_void_p()
+        explicit = (rank, size, master_addr, master_port, url)
+        if all(v is None for v in explicit):
+            check(lib, lib.weft_comm_init_env(ctypes.byref(handle)), "weft_comm_init_env")
+        elif url is not None:
+            if master_addr is not None or master_port is not None:
+                raise ValueError("weft: give either url or master_addr/master_port, not both")
+            _need(rank=rank, size=size)
+            check(lib, lib.weft_comm_init_url(ctypes.byref(handle), url.encode(), int(size),
+                                              int(rank)), "weft_comm_init_url")
+        else:
+            _need(rank=rank, size=size, master_addr=master_addr, master_port=master_port)
+            check(lib, lib.weft_comm_init(ctypes.byref(handle), int(size), int(rank),
+                                          str(master_addr).encode(), int(master_port)),
+                  "weft_comm_init")
+        return handle
+
+    # ---- identity ----------------------------------------------------------------------------
+
+    @property
+    def rank(self):
+        return self._rank
+
+    @property
+    def size(self):
+        return self._size
+
+    @property
+    def local_rank(self):
+        return self._query(self._lib.weft_comm_local_rank)
+
+    @property
+    def local_size(self):
+        return self._query(self._lib.weft_comm_local_size)
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def _query(self, fn):
+        out = ctypes.c_int()
+        check(self._lib, fn(self._live(), ctypes.byref(out)), fn.__name__)
+        return out.value
+
+    def _live(self):
+        if self._handle is None:
+            raise WeftError("weft: the communicator was destroyed")
+        return self._handle
+
+    # ---- collectives -------------------------------------------------------------------------
+
+    def all_reduce(self, sendbuf, recvbuf=None, op=Op.SUM, *, dtype=None, algo=None,
+                   async_op=False):
+        """recvbuf[i] = op over all ranks of sendbuf[i]; in place without recvbuf."""
+        send, recv = self._pair(sendbuf, recvbuf, dtype)
+        _same_count(send, recv, "all_reduce")
+        return self._call(Coll.ALL_REDUCE, send, recv, send.count, op, 0, algo, async_op,
+                          _out(sendbuf, recvbuf))
+
+    def broadcast(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False):
+        """recvbuf = root's sendbuf on every rank; in place without recvbuf."""
+        send, recv = self._pair(sendbuf, recvbuf, dtype)
+        _same_count(send, recv, "broadcast")
+        return self._call(Coll.BROADCAST, send, recv, send.count, Op.SUM, root, algo, async_op,
+                          _out(sendbuf, recvbuf))
+
+    def reduce(self, sendbuf, recvbuf=None, op=Op.SUM, root=0, *, dtype=None, algo=None,
+               async_op=False):
+        """recvbuf on the root = op over all ranks of sendbuf; in place without recvbuf."""
+        send, recv = self._pair(sendbuf, recvbuf, dtype)
+        _same_count(send, recv, "reduce")
+        return self._call(Coll.REDUCE, send, recv, send.count, op, root, algo, async_op,
+                          _out(sendbuf, recvbuf))
+
+    def all_gather(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False):
+        """recvbuf[r * n + i] = rank r's sendbuf[i] (n = len(sendbuf), recvbuf holds size * n)."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        if recv.count != send.count * self._size:
+            raise ValueError(f"weft: all_gather: recvbuf holds {recv.count} elements, needs "
+                             f"{self._size} x {send.count}")
+        return self._call(Coll.ALL_GATHER, send, recv, send.count, Op.SUM, 0, algo, async_op,
+                          recvbuf)
+
+    def reduce_scatter(self, sendbuf, recvbuf, op=Op.SUM, *, dtype=None, algo=None,
+                       async_op=False):
+        """recvbuf[i] = op over all ranks of sendbuf[rank * n + i] (n = len(recvbuf))."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        if send.count != recv.count * self._size:
+            raise ValueError(f"weft: reduce_scatter: sendbuf holds {send.count} elements, needs "
+                             f"{self._size} x {recv.count}")
+        return self._call(Coll.REDUCE_SCATTER, send, recv, recv.count, op, 0, algo, async_op,
+                          recvbuf)
+
+    def barrier(self, *, algo=None, async_op=False):
+        """Returns once every rank has entered it."""
+        return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)
+
+    def send(self, buf, peer, *, dtype=None, async_op=False):
+        """Sends buf to `peer`, which receives it with recv() of the same count and dtype."""
+        send = as_buffer(buf, dtype, what="buf")
+        return self._call(Coll.SEND, send, None, send.count, Op.SUM, peer, None, async_op, None)
+
+    def recv(self, buf, peer, *, dtype=None, async_op=False):
+        """Receives into buf what `peer` sends; returns buf."""
+        recv = as_buffer(buf, dtype, writable=True, what="buf")
+        return self._call(Coll.RECV, None, recv, recv.count, Op.SUM, peer, None, async_op, buf)
+
+    def _pair(self, sendbuf, recvbuf, dtype):
+        if recvbuf is None:
+            buf = as_buffer(sendbuf, dtype, writable=True, what="buffer")
+            return buf, buf
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        return send, as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+
+    def _call(self, coll, send, recv, count, op, root, algo, async_op, result):
+        ref = send if send is not None else recv
+        dt = ref.dtype if ref is not None else 0
+        if send is not None and recv is not None and send.dtype != recv.dtype:
+            raise TypeError(f"weft: sendbuf is {send.dtype.name.lower()} but recvbuf is "
+                            f"{recv.dtype.name.lower()}")
+        call = _lib.CallT(int(coll), send.address if send else None, recv.address if recv else None,
+                          count, int(dt), int(to_op(op)), int(root), int(to_algo(algo)))
+        what = f"{coll.name.lower()} (count {count})"
+        with self._lock:
+            handle = self._live()
+            self._reap()
+            if not async_op:
+                check(self._lib, self._lib.weft_call(ctypes.byref(call), handle, None), what)
+                return result
+            req = ctypes.c_void_p()
+            check(self._lib, self._lib.weft_call_async(ctypes.byref(call), handle,
+                                                        ctypes.byref(req)), what)
+            request = Request(req, result, (send, recv), what)
+            self._pending.append(request)
+            return request
+
+    def _reap(self):
+        # Requests complete in issue order; free those that have, so that a caller who never
+        # waits does not pile them up. A request another thread is waiting on is skipped.
+        while self._pending:
+            try:
+                if not self._pending[0].test():
+                    break
+            except WeftError:
+                pass  # the owner sees the error when it waits
+            self._pending.pop(0)
+
+    # ---- more communicators and the end ------------------------------------------------------
+
+    def split(self, color, key=0):
+        """Ranks with the same color form a new Comm, ordered by key then rank; color None (or
+        negative) gives None. Collective over this communicator."""
+        color = -1 if color is None or color < 0 else int(color)
+        sub = ctypes.c_void_p()
+        with self._lock:
+            check(self._lib, self._lib.weft_comm_split(self._live(), color, int(key),
+                                                       ctypes.byref(sub)), "weft_comm_split")
+        return Comm(_handle=sub) if sub.value else None
+
+    def dup(self):
+        """A new Comm of the same ranks. Collective over this communicator."""
+        sub = ctypes.c_void_p()
+        with self._lock:
+            check(self._lib, self._lib.weft_comm_dup(self._live(), ctypes.byref(sub)), "weft_comm_dup")
+        return Comm(_handle=sub)
+
+    def destroy(self):
+        """Runs what is queued, closes connections in order and frees the communicator."""
+        self._end(self._lib.weft_comm_destroy)
+
+    def abort(self):
+        """Frees the communicator without further communication; peers blocked on it fail
+        promptly. Requests not yet started fail with ABORTED."""
+        self._end(self._lib.weft_comm_abort)
+
+    def _end(self, fn):
+        with self._lock:
+            if self._handle is None:
+                return
+            handle, self._handle = self._handle, None
+            res = fn(handle)
+            # Every request stays valid after destroy/abort and must be completed to be freed.
+            pending, self._pending = self._pending, []
+            for request in pending:
+                try:
+                    request.wait()
+                except WeftError:
+                    pass
+            check(self._lib, res, fn.__name__)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.destroy()
+        else:
+            self.abort()  # the others must not wait for a rank that gave up
+        return False
+
+    def __repr__(self):
+        if self._handle is None:
+            return "<weft.Comm destroyed>"
+        return f"<weft.Comm rank {self._rank} of {self._size}>"
+
+
+def _need(**kw):
+    missing = [k for k, v in kw.items() if v is None]
+    if missing:
+        raise ValueError("weft: Comm(...) needs " + ", ".join(missing)
+                         + " (or no arguments at all, to read the launcher's environment)")
+
+
+def _same_count(send, recv, what):
+    if send is not recv and send.count != recv.count:
+        raise ValueError(f"weft: {what}: sendbuf holds {send.count} elements, recvbuf {recv.count}")
+
+
+def _out(sendbuf, recvbuf):
+    return sendbuf if recvbuf is None else recvbuf
