@@ -1,0 +1,41 @@
+"""weft.torch -- the "weft" backend of torch.distributed, registered on import.
+
+    import torch.distributed as dist
+    import weft.torch
+    dist.init_process_group("weft")           # env:// (torchrun) or init_method="tcp://..."
+
+CPU tensors of int8, uint8, int32, int64, float16, bfloat16, float32, float64 (and uint32/uint64
+where torch has them); all_reduce, broadcast, reduce, all_gather (list and into one tensor),
+reduce_scatter (list and tensor), barrier, send and recv; async_op=True works complete on their own.
+"""
+import inspect
+
+import torch.distributed as dist
+
+from .process_group import BACKEND_NAME, ProcessGroupWeft, create
+
+__all__ = ["BACKEND_NAME", "ProcessGroupWeft", "register"]
+
+
+def register():
+    """Registers backend "weft" with torch.distributed (once; import does it)."""
+    if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    params = inspect.signature(dist.Backend.register_backend).parameters
+    if "devices" in params:
+        # torch 2.x: say that weft serves CPU tensors, so torch does not assume CUDA as well.
+        dist.Backend.register_backend(BACKEND_NAME, create, devices=["cpu"])
+    else:
+        dist.Backend.register_backend(BACKEND_NAME, create)
+
+
+register()
+
+
+def __getattr__(name):
+    # weft.torch.utils without importing it here: it is optional and loads more of torch.
+    if name == "utils":
+        import importlib
+
+        return importlib.import_module(".utils", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
