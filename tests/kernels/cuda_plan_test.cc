@@ -21,17 +21,19 @@ const uintptr_t kBase = 0x7f0000001000;  // 4 KiB aligned, like a cudaMalloc'd b
 // Returns what is wrong, or "" (called millions of times: no gtest machinery on the good path).
 std::string CheckSplit(const uintptr_t *addrs, int naddrs, size_t es, size_t n, size_t vec_bytes) {
   kern_cuda_split_t s = kern_cuda_plan_split(addrs, naddrs, es, n, vec_bytes);
-  std::ostringstream where;
   auto fail = [&](const char *what) {
+    std::ostringstream where;
     where << what << " (elem " << es << ", n " << n << ", vec " << vec_bytes << ", offsets";
     for (int k = 0; k < naddrs; k++) where << " " << addrs[k] % 64;
     where << "; split " << s.head << "+" << s.nvec << "x" << s.vec_elems << "+" << s.tail << ")";
     return where.str();
   };
   if (s.vec_elems != vec_bytes / es) return fail("wrong vector length");
-  if (s.head + s.nvec * s.vec_elems + s.tail != n) return fail("parts do not add up to n");
+  if (s.head > n || s.tail > n || s.nvec > n || s.head + s.nvec * s.vec_elems + s.tail != n)
+    return fail("parts do not add up to n");
 
-  std::vector<int> done(n, 0);
+  int done[64] = {0};  // callers keep n small
+  if (n > 64) return fail("test bug: n too large for CheckSplit");
   for (size_t i = 0; i < s.head; i++) done[i]++;
   for (size_t v = 0; v < s.nvec; v++) {
     size_t first = s.head + v * s.vec_elems;
