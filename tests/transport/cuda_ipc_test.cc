@@ -145,11 +145,10 @@ TEST(CudaIpc, DeviceWhereHostExpectedIsAMismatch) {
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
         std::string result = err;
         if (err.empty() && rank == 0) {
-          result = Drive(x.conns[1], dev, rank, {{true, 40, false}}, {{true, 1, false}},
-                         Windows{1, 1}, 20000);
+          result = Drive(x.conns[1], dev, rank, {{true, 40, false}}, {}, Windows{1, 1}, 20000);
         } else if (err.empty()) {
-          std::string d = Drive(x.conns[0], dev, rank, {{true, 1, false}}, {{false, 40, false}},
-                                Windows{1, 1}, 20000);
+          std::string d =
+              Drive(x.conns[0], dev, rank, {}, {{false, 40, false}}, Windows{1, 1}, 20000);
           if (d.find("device memory where this rank expected 40 of host memory") ==
                   std::string::npos ||
               d.find("rank 0") == std::string::npos)

@@ -256,8 +256,36 @@ static std::string Compare(const uint8_t* got, int from, size_t m, size_t len) {
   return "";
 }
 
+namespace {
+
+// What a stream's transfers point at: kept until the connection is closed.
+struct Buffers {
+  std::vector<std::vector<uint8_t>> src, dst;
+  DevArea dout, din;
+  std::vector<xfer_t> sx, rx;
+};
+
+std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
+                      const std::vector<Msg>& out, const std::vector<Msg>& in, Windows w,
+                      int timeout_ms);
+
+}  // namespace
+
 std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>& out,
                   const std::vector<Msg>& in, Windows w, int timeout_ms) {
+  Buffers* b = new Buffers;
+  std::string err = DriveWith(b, c, dev, rank, out, in, w, timeout_ms);
+  // After a failure the connection may still hold transfers of these buffers, and device copies
+  // of them may be in flight until it is closed: they stay (leaked) rather than be freed under it.
+  if (err.empty()) delete b;
+  return err;
+}
+
+namespace {
+
+std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
+                      const std::vector<Msg>& out, const std::vector<Msg>& in, Windows w,
+                      int timeout_ms) {
   int peer = c->peer;
   const transport_ops_t* ops = c->ops;
   dev_queue_t* q = nullptr;
@@ -268,8 +296,12 @@ std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>
     ~QueueGuard() { d->ops->queue_destroy(q); }
   } guard{dev, q};
   // Sources: the pattern in host memory, copied to device memory for device messages.
-  std::vector<std::vector<uint8_t>> src(out.size()), dst(in.size());
-  DevArea dout, din;
+  std::vector<std::vector<uint8_t>>& src = b->src;
+  std::vector<std::vector<uint8_t>>& dst = b->dst;
+  src.resize(out.size());
+  dst.resize(in.size());
+  DevArea& dout = b->dout;
+  DevArea& din = b->din;
   std::string err = dout.Alloc(dev, out);
   if (err.empty()) err = din.Alloc(dev, in);
   if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
@@ -283,7 +315,10 @@ std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>
   for (size_t m = 0; m < in.size(); m++) dst[m].assign(in[m].len + 1, 0);
   if (dev->ops->drain(q, 20000) != WEFT_SUCCESS) return Fail(rank, "filling device buffers");
 
-  std::vector<xfer_t> sx(out.size()), rx(in.size());
+  std::vector<xfer_t>& sx = b->sx;
+  std::vector<xfer_t>& rx = b->rx;
+  sx.resize(out.size());
+  rx.resize(in.size());
   size_t ps = 0, pr = 0, ds = 0, dr = 0;
   std::vector<uint8_t> tmp;
   double deadline = NowSeconds() + timeout_ms / 1000.0;
@@ -355,6 +390,8 @@ std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>
   }
   return "";
 }
+
+}  // namespace
 
 std::string WaitForFailure(conn_t* c, dev_engine_t* dev, size_t len, int nrecvs, int nsends,
                            int timeout_ms, std::string* msg, double* seconds) {
