@@ -24,8 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "device/device.h"
+
+/* While device copies are in flight, how long wait() polls them before waiting on the inner
+ * connections (which a finished copy does not wake). */
+#define FENCE_SPIN_NS 200000
 
 enum {
   SLOT_FREE = 0,
@@ -411,8 +416,16 @@ static int fences_pending(staged_conn_t *c, int *passed) {
   return pending;
 }
 
-/* Waits on the inner connections; while device copies are in flight only for a millisecond at a
- * time, so that a finished copy is noticed soon (it does not wake the inner wait). */
+static int any_fence_passed(conn_t *const *conns, int n) {
+  int passed = 0;
+  for (int i = 0; i < n && !passed; i++) fences_pending((staged_conn_t *)conns[i], &passed);
+  return passed;
+}
+
+/* Waits on the inner connections. Fences wake nobody, so while device copies are in flight it
+ * first polls them for a moment, yielding the core (a slot's copy takes microseconds: a sleep
+ * per slice would cost most of the time), then waits on the inner connections for at most 1 ms
+ * at a time, so a finished copy is noticed soon. */
 static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms) {
   conn_t *stack[64];
   conn_t **inner = n <= 64 ? stack : malloc(sizeof *inner * (size_t)n);
@@ -426,6 +439,13 @@ static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms) {
   }
   weft_result_t res = WEFT_SUCCESS;
   if (passed || n == 0) goto done;
+  if (pending) {
+    int64_t until = clock_now_ns() + FENCE_SPIN_NS;
+    while (clock_now_ns() < until) {
+      if (any_fence_passed(conns, n)) goto done;
+      sched_yield();
+    }
+  }
   int slice = pending && timeout_ms > 1 ? 1 : timeout_ms;
   if (!mixed) {
     res = inner[0]->ops->wait(inner, n, slice);
@@ -434,7 +454,7 @@ static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms) {
       res = inner[i]->ops->wait(&inner[i], 1, slice < 1 ? slice : 1);
   }
   /* The inner wait returns at once when nothing is posted to it (only copies in flight): let
-   * the queues' workers, and ranks sharing this core, run instead of spinning. */
+   * the queues' workers, and ranks sharing this core, run before the caller polls again. */
   if (pending && res == WEFT_SUCCESS) sched_yield();
 done:
   if (inner != stack) free(inner);
