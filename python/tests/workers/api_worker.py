@@ -1,0 +1,453 @@
+"""One rank of test_api.py: the ctypes API (weft.Comm) on numpy arrays and buffer-protocol
+objects, every collective, dtype and op, async requests, split/dup, and the error paths."""
+import array
+import os
+import re
+import threading
+import time
+
+import numpy as np
+
+import harness
+from harness import Skip
+
+import weft
+
+NUMPY_DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
+                "float64"]
+OPS = ["sum", "prod", "min", "max", "avg"]
+N = 37  # elements: not a multiple of anything the algorithms slice by
+
+
+def values(rank, dtype, op, n=N):
+    """What `rank` contributes: small integers, exact in every dtype, products that fit int8."""
+    i = np.arange(n)
+    if op == "prod":
+        v = (rank + i) % 3 + 1
+    elif np.dtype(dtype).kind == "u":
+        v = (rank * 7 + i) % 11
+    else:
+        v = (rank * 7 + i) % 11 - 5
+    return v.astype(dtype)
+
+
+def expected(size, dtype, op, n=N):
+    per_rank = [values(r, dtype, op, n).astype(np.float64) for r in range(size)]
+    if op == "sum":
+        out = sum(per_rank)
+    elif op == "prod":
+        out = np.prod(per_rank, axis=0)
+    elif op == "min":
+        out = np.min(per_rank, axis=0)
+    elif op == "max":
+        out = np.max(per_rank, axis=0)
+    else:
+        out = sum(per_rank) / size
+        if np.dtype(dtype).kind in "iu":
+            out = np.trunc(out)  # weft's integer average truncates toward zero, as NCCL's
+    return out.astype(dtype)
+
+
+def check_identity(c):
+    comm = c["comm"]
+    assert comm.rank == int(os.environ["RANK"]) and comm.size == int(os.environ["WORLD_SIZE"])
+    # Every rank runs on this host and no LOCAL_RANK is set: weft derives it from host identities.
+    assert (comm.local_rank, comm.local_size) == (comm.rank, comm.size)
+    assert weft.version() >= (0, 1, 0)
+    assert "libweft.so" in weft.library_path()
+
+
+def check_init_explicit(c):
+    comm = c["comm"]
+    p1, p2 = harness.extra_ports()[:2]
+    a = weft.Comm(rank=comm.rank, size=comm.size, master_addr="127.0.0.1", master_port=p1)
+    b = weft.Comm(url=f"tcp://127.0.0.1:{p2}", rank=comm.rank, size=comm.size)
+    for sub in (a, b):
+        assert (sub.rank, sub.size) == (comm.rank, comm.size)
+        x = np.full(5, comm.rank + 1, np.int64)
+        sub.all_reduce(x)
+        assert (x == comm.size * (comm.size + 1) // 2).all(), x
+        sub.destroy()
+        assert sub.closed
+    try:
+        weft.Comm(rank=0, size=2)
+    except ValueError as e:
+        assert "master_addr" in str(e), e
+    else:
+        raise AssertionError("Comm(rank, size) without a master did not raise")
+
+
+def check_all_reduce_dtypes_ops(c):
+    comm = c["comm"]
+    for dtype in NUMPY_DTYPES:
+        for op in OPS:
+            want = expected(comm.size, dtype, op)
+            x = values(comm.rank, dtype, op)
+            assert comm.all_reduce(x, op=op) is x
+            assert np.array_equal(x, want), (dtype, op, x, want)
+            send = values(comm.rank, dtype, op)
+            out = np.zeros_like(send)
+            assert comm.all_reduce(send, out, op=getattr(weft, op.upper())) is out
+            assert np.array_equal(out, want), (dtype, op, "out of place", out, want)
+            assert np.array_equal(send, values(comm.rank, dtype, op)), "sendbuf was written"
+
+
+def _to_bf16(a):
+    return (np.asarray(a, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def _from_bf16(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def check_bfloat16(c):
+    comm = c["comm"]
+    for op in OPS:
+        x = _to_bf16(values(comm.rank, "float32", op))
+        comm.all_reduce(x, op=op, dtype="bfloat16")
+        want = expected(comm.size, "float32", op)
+        # Integers this small are exact in bfloat16; an average is rounded to 8 mantissa bits.
+        assert np.allclose(_from_bf16(x), want, rtol=1 / 256, atol=0), (op, _from_bf16(x), want)
+    x = np.zeros(4, np.uint16)
+    buf = weft.as_buffer(x, dtype=weft.BFLOAT16)
+    assert buf.dtype == weft.Dtype.BFLOAT16 and buf.count == 4
+
+
+def check_buffer_protocol(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    tri = size * (size + 1) // 2
+    b = bytearray([rank + 1] * 6)
+    comm.all_reduce(b)
+    assert list(b) == [tri] * 6, list(b)
+    for code, dtype in (("b", "int8"), ("B", "uint8"), ("i", "int32"), ("I", "uint32"),
+                        ("l", "int64"), ("q", "int64"), ("Q", "uint64"), ("f", "float32"),
+                        ("d", "float64")):
+        a = array.array(code, [rank + 1] * 9)
+        assert weft.as_buffer(a).dtype == weft.Dtype[dtype.upper()], code
+        comm.all_reduce(a, op="max")
+        assert list(a) == [size] * 9, (code, a)
+    m = np.arange(12, dtype=np.float32).reshape(3, 4) * (rank + 1)
+    mv = memoryview(m)  # two-dimensional, format "f"
+    comm.all_reduce(mv)
+    assert np.array_equal(m, np.arange(12, dtype=np.float32).reshape(3, 4) * tri), m
+    raw = bytearray(np.full(4, rank + 1, np.int32).tobytes())
+    comm.all_reduce(raw, dtype="int32")  # bytes reinterpreted as int32
+    assert list(np.frombuffer(bytes(raw), np.int32)) == [tri] * 4
+    # bytes are read-only: fine to send from, refused as a destination.
+    out = bytearray(3)
+    comm.all_reduce(bytes([1, 2, 3]), out)
+    assert list(out) == [size, 2 * size, 3 * size], list(out)
+
+
+def check_broadcast(c):
+    comm = c["comm"]
+    for root in range(comm.size):
+        x = np.full(N, comm.rank * 10, np.float64)
+        comm.broadcast(x, root=root)
+        assert (x == root * 10).all(), (root, x)
+        src = np.arange(N, dtype=np.int32) + root
+        out = np.zeros(N, np.int32)
+        comm.broadcast(src, out, root=root)
+        assert np.array_equal(out, np.arange(N, dtype=np.int32) + root)
+
+
+def check_reduce(c):
+    comm = c["comm"]
+    for root in range(comm.size):
+        for op in ("sum", "max"):
+            x = values(comm.rank, "int32", op)
+            out = np.zeros(N, np.int32)
+            comm.reduce(x, out, op=op, root=root)
+            if comm.rank == root:
+                assert np.array_equal(out, expected(comm.size, "int32", op)), (root, op, out)
+
+
+def check_all_gather(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    send = np.arange(5, dtype=np.int64) + 100 * rank
+    out = np.zeros(5 * size, np.int64)
+    assert comm.all_gather(send, out) is out
+    want = np.concatenate([np.arange(5) + 100 * r for r in range(size)])
+    assert np.array_equal(out, want), out
+    # In place, NCCL's layout: this rank's part already sits at rank * count.
+    buf = np.zeros(5 * size, np.int64)
+    buf[5 * rank:5 * rank + 5] = send
+    comm.all_gather(buf[5 * rank:5 * rank + 5], buf)
+    assert np.array_equal(buf, want), buf
+
+
+def check_reduce_scatter(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    send = np.arange(4 * size, dtype=np.float32) * (rank + 1)
+    out = np.zeros(4, np.float32)
+    comm.reduce_scatter(send, out)
+    want = np.arange(4 * rank, 4 * rank + 4, dtype=np.float32) * (size * (size + 1) // 2)
+    assert np.array_equal(out, want), (out, want)
+    send = values(rank, "int64", "min", 3 * size)
+    out = np.zeros(3, np.int64)
+    comm.reduce_scatter(send, out, op="min")
+    assert np.array_equal(out, expected(size, "int64", "min", 3 * size)[3 * rank:3 * rank + 3])
+
+
+def check_barrier(c):
+    comm = c["comm"]
+    for _ in range(3):
+        assert comm.barrier() is None
+
+
+def check_send_recv(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    size, rank = comm.size, comm.rank
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    msg = np.arange(1000, dtype=np.float64) + rank
+    got = np.zeros(1000, np.float64)
+    # Even ranks send first, odd ranks receive first: a ring of blocking calls cannot deadlock.
+    if rank % 2 == 0:
+        comm.send(msg, nxt)
+        comm.recv(got, prv)
+    else:
+        comm.recv(got, prv)
+        comm.send(msg, nxt)
+    assert np.array_equal(got, np.arange(1000, dtype=np.float64) + prv), got[:4]
+    # Asynchronous, both directions issued at once.
+    got2 = np.zeros(10, np.int32)
+    reqs = [comm.send(np.full(10, rank, np.int32), nxt, async_op=True),
+            comm.recv(got2, prv, async_op=True)] if rank % 2 == 0 else [
+        comm.recv(got2, prv, async_op=True), comm.send(np.full(10, rank, np.int32), nxt,
+                                                       async_op=True)]
+    for r in reqs:
+        r.wait(timeout=20)
+    assert (got2 == prv).all(), got2
+
+
+def check_async(c):
+    comm = c["comm"]
+    size = comm.size
+    arrays = [np.full(2000, k + comm.rank, np.float32) for k in range(5)]
+    reqs = [comm.all_reduce(a, async_op=True) for a in arrays]
+    assert all(isinstance(r, weft.Request) for r in reqs)
+    # Wait in reverse: requests complete in issue order, whichever is waited first.
+    for k in reversed(range(5)):
+        assert reqs[k].wait() is arrays[k]
+        assert reqs[k].done and reqs[k].test()
+        assert (arrays[k] == size * k + size * (size - 1) / 2).all()
+    r = comm.broadcast(np.zeros(3), root=0, async_op=True)
+    deadline = time.monotonic() + 20
+    while not r.test():
+        assert time.monotonic() < deadline, "test() never saw the broadcast complete"
+        time.sleep(0.001)
+    assert r.wait(timeout=1) is not None
+    # Waited on by another thread while this one issues the next call.
+    x = np.ones(100, np.int64)
+    r = comm.all_reduce(x, async_op=True)
+    box = []
+    t = threading.Thread(target=lambda: box.append(r.wait()))
+    t.start()
+    comm.barrier()
+    t.join(20)
+    assert box and (x == size).all()
+    # A barrier that cannot complete yet: wait(timeout) says so and the request stays valid.
+    # Rank 1 enters it only after a message that rank 0 sends on another communicator once its
+    # wait has timed out (on the same one, the send would queue behind the barrier).
+    if size > 1:
+        d = comm.dup()
+        if comm.rank == 0:
+            r = d.barrier(async_op=True)
+            try:
+                r.wait(timeout=0.05)
+            except TimeoutError:
+                pass
+            else:
+                raise AssertionError("barrier completed before rank 1 entered it")
+            assert not r.done
+            comm.send(np.zeros(1, np.int8), 1)
+            r.wait(timeout=20)
+        else:
+            if comm.rank == 1:
+                comm.recv(np.zeros(1, np.int8), 0)
+            d.barrier()
+        d.destroy()
+
+
+def check_algorithms(c):
+    comm = c["comm"]
+    for algo in ("ring", "tree", "double_tree", "recursive_doubling", "rabenseifner"):
+        x = values(comm.rank, "float32", "sum", 1000)
+        comm.all_reduce(x, algo=algo)
+        assert np.array_equal(x, expected(comm.size, "float32", "sum", 1000)), algo
+    try:
+        comm.all_reduce(np.ones(3), algo="spiral")
+    except ValueError as e:
+        assert "spiral" in str(e)
+    else:
+        raise AssertionError("unknown algorithm accepted")
+
+
+def check_split_dup(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    sub = comm.split(rank % 2, key=-rank)  # reversed order inside each color
+    members = [r for r in range(size) if r % 2 == rank % 2]
+    assert sub.size == len(members), (sub.size, members)
+    assert sub.rank == len(members) - 1 - members.index(rank), sub.rank
+    x = np.array([rank], np.int64)
+    sub.all_reduce(x)
+    assert x[0] == sum(members)
+    sub.destroy()
+    none = comm.split(None if rank == 0 else 1)
+    assert (none is None) == (rank == 0)
+    if none is not None:
+        assert none.size == size - 1
+        none.destroy()
+    with comm.dup() as d:
+        assert (d.rank, d.size) == (rank, size)
+        y = np.ones(3, np.float64)
+        d.all_reduce(y)
+        assert (y == size).all()
+    assert d.closed
+
+
+def check_zero_count(c):
+    comm = c["comm"]
+    x = np.zeros(0, np.float32)
+    comm.all_reduce(x)
+    comm.broadcast(x, root=0)
+
+
+def _mismatch(comm, call_for_rank):
+    """Runs a collective whose arguments differ by rank on a dup; returns the WeftError."""
+    d = comm.dup()
+    # Every rank holds the dup before any aborts it: a rank still joining would fail its dup.
+    comm.barrier()
+    try:
+        t0 = time.monotonic()
+        try:
+            call_for_rank(d)
+        except weft.WeftError as e:
+            err = e
+        else:
+            raise AssertionError("a mismatched collective returned")
+        assert time.monotonic() - t0 < 14, "the mismatch took the whole WEFT_TIMEOUT_MS to fail"
+        # The communicator is failed from now on; later calls say so at once.
+        try:
+            d.barrier()
+        except weft.WeftError as e:
+            assert e.code in (weft.Result.COMM_FAILED, weft.Result.REMOTE), e
+        else:
+            raise AssertionError("a failed communicator ran a barrier")
+        return err
+    finally:
+        d.abort()
+
+
+def _gather_codes(comm, err):
+    codes = np.zeros(comm.size, np.int32)
+    codes[comm.rank] = int(err.code)
+    comm.all_reduce(codes)
+    return codes
+
+
+def check_mismatch_count(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    err = _mismatch(comm, lambda d: d.all_reduce(np.ones(4 + d.rank, np.float32)))
+    assert isinstance(err.message, str) and f"rank {comm.rank}" in err.message, err.message
+    codes = _gather_codes(comm, err)
+    assert weft.Result.MISMATCH in codes, codes  # at least the rank that noticed says why
+    if err.code == weft.Result.MISMATCH:  # names this rank's count and another rank's
+        counts = set(re.findall(r"count (\d+)", err.message))
+        assert str(4 + comm.rank) in counts and len(counts) >= 2, err.message
+
+
+def check_mismatch_dtype(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    dtypes = [np.float32, np.int32]
+    err = _mismatch(comm, lambda d: d.all_reduce(np.ones(8, dtypes[d.rank % 2])))
+    codes = _gather_codes(comm, err)
+    assert weft.Result.MISMATCH in codes, codes
+    if err.code == weft.Result.MISMATCH:
+        assert "float32" in err.message and "int32" in err.message, err.message
+
+
+def check_abort_unblocks_peers(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    d = comm.dup()
+    # Peers learn of an abort through their connections to the aborting rank; weft connects
+    # lazily, so the same collective runs once first to open them.
+    d.all_reduce(np.ones(10, np.float32))
+    comm.barrier()
+    if comm.rank == 0:
+        d.abort()
+        return
+    t0 = time.monotonic()
+    try:
+        d.all_reduce(np.ones(10, np.float32))
+    except weft.WeftError as e:
+        assert e.code != weft.Result.SUCCESS and e.message, e
+    else:
+        raise AssertionError("all_reduce with an aborted rank 0 returned")
+    finally:
+        d.abort()
+    assert time.monotonic() - t0 < 14, "peers waited for the timeout instead of failing promptly"
+
+
+def check_local_argument_errors(c):
+    comm = c["comm"]
+    cases = [
+        (lambda: comm.broadcast(np.ones(2), root=comm.size + 3), weft.WeftError, "root"),
+        (lambda: comm.all_reduce(np.ones(2), np.ones(3)), ValueError, "recvbuf"),
+        (lambda: comm.all_gather(np.ones(2), np.ones(2 * comm.size + 1)), ValueError, "all_gather"),
+        (lambda: comm.all_reduce(np.ones(2, np.int16)), TypeError, "int16"),
+        (lambda: comm.all_reduce(np.ones(2, np.complex64)), TypeError, "complex64"),
+        (lambda: comm.all_reduce(np.ones((4, 4))[:, 1]), ValueError, "contiguous"),
+        (lambda: comm.all_reduce(bytes(4)), ValueError, "read-only"),
+        (lambda: comm.all_reduce(np.ones(2), op="xor"), ValueError, "xor"),
+        (lambda: comm.all_reduce(array.array("h", [1])), TypeError, "format"),
+        (lambda: comm.all_reduce(object()), TypeError, "buffer protocol"),
+    ]
+    for fn, exc, text in cases:
+        try:
+            fn()
+        except exc as e:
+            assert text in str(e), (text, str(e))
+            if isinstance(e, weft.WeftError):
+                assert e.code == weft.Result.INVALID_ARGUMENT, e
+        else:
+            raise AssertionError(f"no {exc.__name__} mentioning {text!r}")
+    # None of these reached the other ranks: the communicator still works.
+    x = np.ones(3, np.int32)
+    comm.all_reduce(x)
+    assert (x == comm.size).all()
+
+
+def check_destroyed_comm(c):
+    comm = c["comm"]
+    d = comm.dup()
+    d.destroy()
+    d.destroy()  # twice is harmless
+    try:
+        d.all_reduce(np.ones(1))
+    except weft.WeftError as e:
+        assert "destroyed" in str(e)
+    else:
+        raise AssertionError("a destroyed communicator ran a collective")
+
+
+def main():
+    comm = weft.Comm()  # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the launcher
+    harness.run(globals(), {"comm": comm})
+    comm.destroy()
+
+
+if __name__ == "__main__":
+    main()
