@@ -119,8 +119,8 @@ static void bell_name(char *buf, uint64_t comm_id, int rank, int pid) {
 }
 
 static void pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid) {
-  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-ipcpair-%d.%d-%d.%d", (unsigned long long)comm_id,
-           lo, lo_pid, hi, hi_pid);
+  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-ipcpair-%d.%d-%d.%d", (unsigned long long)comm_id, lo,
+           lo_pid, hi, hi_pid);
 }
 
 static char *host_slot(ipc_conn_t *c, int s, uint64_t i) {
@@ -183,8 +183,8 @@ static weft_result_t ipc_attach_peers(transport_t *base, const int *peers, const
     ipc_addr_t a;
     memcpy(&a, blobs[i], sizeof a);
     if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id)
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d published no cuda_ipc address",
-                      t->rank, peers[i]);
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d published no cuda_ipc address", t->rank,
+                      peers[i]);
     char name[SHM_NAME_MAX];
     bell_name(name, t->comm_id, peers[i], a.pid);
     t->peer_pids[peers[i]] = a.pid;
@@ -246,8 +246,7 @@ static weft_result_t export_slots(ipc_conn_t *c) {
   return WEFT_SUCCESS;
 }
 
-static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_blob,
-                                 conn_t **out) {
+static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
   ipc_transport_t *t = (ipc_transport_t *)base;
   ipc_addr_t a;
   memcpy(&a, peer_blob, sizeof a);
@@ -269,9 +268,9 @@ static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_b
   else
     pair_name(c->name, t->comm_id, peer, a.pid, t->rank, t->pid);
   /* n host slots per ring plus one for the handle area. */
-  weft_result_t res = shm_seg_open(c->name, c->n + 1, HOST_SLOT,
-                                   clock_now_ms() + t->cfg->connect_timeout_ms, pid_alive, a.pid,
-                                   &c->seg);
+  weft_result_t res =
+      shm_seg_open(c->name, c->n + 1, HOST_SLOT, clock_now_ms() + t->cfg->connect_timeout_ms,
+                   pid_alive, a.pid, &c->seg);
   if (res == WEFT_SUCCESS) {
     c->tx = calloc((size_t)c->n, sizeof *c->tx);
     c->rx = calloc((size_t)c->n, sizeof *c->rx);
@@ -316,8 +315,7 @@ static weft_result_t import_peer(ipc_conn_t *c, int *ok) {
 static weft_result_t get_queue(ipc_conn_t *c, dev_queue_t **q) {
   if (*q) return WEFT_SUCCESS;
   weft_result_t res = c->t->dev->ops->queue_create(c->t->dev, q);
-  if (res != WEFT_SUCCESS)
-    return err_context(res, "device queue for rank %d", c->base.peer);
+  if (res != WEFT_SUCCESS) return err_context(res, "device queue for rank %d", c->base.peer);
   return WEFT_SUCCESS;
 }
 
@@ -548,8 +546,7 @@ static weft_result_t recv_progress(ipc_conn_t *c, int *progressed) {
 /* ---- progress and waiting ----------------------------------------------------------------- */
 
 static int ring_full(const ipc_conn_t *c) {
-  return c->assigned - atomic_load_explicit(&c->out->tail, memory_order_acquire) >=
-         (uint64_t)c->n;
+  return c->assigned - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= (uint64_t)c->n;
 }
 
 static int ring_empty(const ipc_conn_t *c) {

@@ -55,7 +55,7 @@ typedef struct {
 
 typedef struct {
   slot_t *slots;
-  char *mem; /* one pinned allocation for all slots */
+  char *mem;       /* one pinned allocation for all slots */
   uint64_t head;   /* slots taken so far */
   uint64_t handed; /* send: slots handed to the inner connection; recv: slots that landed */
   uint64_t tail;   /* slots freed so far */
@@ -371,8 +371,8 @@ static weft_result_t staged_release_recv(conn_t *base, xfer_t *x) {
       return rx_land(c, &progressed);
     }
   }
-  return WEFT_ERR(WEFT_ERR_INTERNAL,
-                  "release of a receive from rank %d that holds no staging slot", base->peer);
+  return WEFT_ERR(WEFT_ERR_INTERNAL, "release of a receive from rank %d that holds no staging slot",
+                  base->peer);
 }
 
 static weft_result_t staged_progress(conn_t *base, int *progressed) {

@@ -56,11 +56,11 @@ TEST_P(CudaIpcStreams, BothWaysInterleaved) {
 
 INSTANTIATE_TEST_SUITE_P(
     Windows, CudaIpcStreams,
-    ::testing::Values(Shape{4, {1, 1}, 60},     // one at a time
-                      Shape{4, {4, 4}, 200},    // as many as slots
-                      Shape{2, {16, 16}, 200},  // far more posted than slots: backpressure
-                      Shape{1, {8, 3}, 120},    // a single entry per direction
-                      Shape{8, {32, 1}, 150})); // the sender far ahead of a slow receiver
+    ::testing::Values(Shape{4, {1, 1}, 60},      // one at a time
+                      Shape{4, {4, 4}, 200},     // as many as slots
+                      Shape{2, {16, 16}, 200},   // far more posted than slots: backpressure
+                      Shape{1, {8, 3}, 120},     // a single entry per direction
+                      Shape{8, {32, 1}, 150}));  // the sender far ahead of a slow receiver
 
 // Three ranks, each streaming to both others through one wait over two connections.
 TEST(CudaIpc, ThreeRanksEachToEach) {

@@ -134,10 +134,11 @@ static std::string Fail(int rank, const std::string& what) {
 }
 
 // create, exchange blobs, attach_peers (where the transport has it), connect to every peer.
-static std::string Open(const transport_ops_t* ops, const transport_params_t* tp,
-                        BlobExchange* ex, RankXport* out) {
+static std::string Open(const transport_ops_t* ops, const transport_params_t* tp, BlobExchange* ex,
+                        RankXport* out) {
   int rank = tp->rank, n = tp->nranks;
-  if (ops->create(tp, &out->t) != WEFT_SUCCESS) return Fail(rank, std::string(ops->name) + " create");
+  if (ops->create(tp, &out->t) != WEFT_SUCCESS)
+    return Fail(rank, std::string(ops->name) + " create");
   std::vector<char> blob(ops->addr_size);
   ops->local_addr(out->t, blob.data());
   std::vector<std::vector<char>> all;
@@ -150,9 +151,8 @@ static std::string Open(const transport_ops_t* ops, const transport_params_t* tp
       peers.push_back(p);
       blobs.push_back(all[p].data());
     }
-  if (ops->attach_peers &&
-      ops->attach_peers(out->t, peers.data(), blobs.data(), static_cast<int>(peers.size())) !=
-          WEFT_SUCCESS)
+  if (ops->attach_peers && ops->attach_peers(out->t, peers.data(), blobs.data(),
+                                             static_cast<int>(peers.size())) != WEFT_SUCCESS)
     return Fail(rank, "attach_peers");
   out->conns.assign(n, nullptr);
   for (int p : peers)
@@ -185,12 +185,12 @@ std::string OpenTcp(int rank, int n, uint64_t comm_id, const weft_config_t* cfg,
 
 std::vector<Msg> Script(int from, int count, size_t slot, size_t host_cap, uint32_t seed) {
   std::vector<Msg> s = {
-      {true, 1, false},         {true, 1, true},          {false, 40, false},
-      {false, 1, false},        {true, slot - 1, true},   {true, slot, false},
-      {true, slot, true},       {false, 257, false},      {false, 40, true},
-      {true, 0, false},         {true, slot + 1, false},  {true, 3 * slot + 7, false},
-      {false, 1, true},         {true, 7, true},          {false, 0, false},
-      {true, 0, true},          {true, 2 * slot, false},  {true, 13, false},
+      {true, 1, false},   {true, 1, true},         {false, 40, false},
+      {false, 1, false},  {true, slot - 1, true},  {true, slot, false},
+      {true, slot, true}, {false, 257, false},     {false, 40, true},
+      {true, 0, false},   {true, slot + 1, false}, {true, 3 * slot + 7, false},
+      {false, 1, true},   {true, 7, true},         {false, 0, false},
+      {true, 0, true},    {true, 2 * slot, false}, {true, 13, false},
   };
   uint32_t x = seed * 2654435761u + static_cast<uint32_t>(from) * 40503u + 1;
   auto next = [&x]() {
@@ -233,7 +233,8 @@ struct DevArea {
       if (m.device) total += (m.len + 63) & ~static_cast<size_t>(63);
     }
     void* p = nullptr;
-    if (dev->ops->alloc(dev, total, 0, &p) != WEFT_SUCCESS) return std::string("alloc: ") + err_last();
+    if (dev->ops->alloc(dev, total, 0, &p) != WEFT_SUCCESS)
+      return std::string("alloc: ") + err_last();
     base = static_cast<char*>(p);
     return "";
   }
@@ -328,8 +329,8 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
       xfer_t* x = &sx[ps];
       memset(x, 0, sizeof *x);
       x->device = out[ps].device;
-      const void* buf = out[ps].device ? dout.base + dout.off[ps]
-                                       : static_cast<const void*>(src[ps].data());
+      const void* buf =
+          out[ps].device ? dout.base + dout.off[ps] : static_cast<const void*>(src[ps].data());
       if (ops->post_send(c, buf, out[ps].len, x) != WEFT_SUCCESS)
         return Fail(rank, Describe(rank, "to", peer, ps, out[ps]) + ": post_send");
       ps++;
@@ -343,10 +344,9 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
       if (in[pr].inplace)
         res = ops->post_recv_inplace(c, in[pr].len, x);
       else
-        res = ops->post_recv(c,
-                             in[pr].device ? din.base + din.off[pr]
-                                           : static_cast<void*>(dst[pr].data()),
-                             in[pr].len, x);
+        res = ops->post_recv(
+            c, in[pr].device ? din.base + din.off[pr] : static_cast<void*>(dst[pr].data()),
+            in[pr].len, x);
       if (res != WEFT_SUCCESS)
         return Fail(rank, Describe(rank, "from", peer, pr, in[pr]) + ": post_recv");
       pr++;

@@ -18,8 +18,8 @@ class BlobExchange {
   explicit BlobExchange(int nranks);
   ~BlobExchange();
   // Sends `blob` to every other rank and collects theirs (*all)[r]; "" or what went wrong.
-  std::string Exchange(int rank, const void* blob, size_t size,
-                       std::vector<std::vector<char>>* all, int timeout_ms);
+  std::string Exchange(int rank, const void* blob, size_t size, std::vector<std::vector<char>>* all,
+                       int timeout_ms);
 
  private:
   int n_;

@@ -3,6 +3,8 @@
 // and over shm: device and host messages interleaved both ways, in-place and copy receives, more
 // in flight than slots, odd lengths, the inner connection still serving host calls afterwards, a
 // killed or aborting peer.
+#include "transport/staged.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,7 +16,6 @@
 #include "device/device.h"
 #include "tests/harness/mp_harness.h"
 #include "tests/transport/device_xport_util.h"
-#include "transport/staged.h"
 
 namespace {
 
@@ -36,7 +37,8 @@ std::string OpenInner(const Case& k, int rank, int n, uint64_t id, const weft_co
 
 std::vector<Msg> HostOnly(int count) {
   std::vector<Msg> s;
-  for (int i = 0; i < count; i++) s.push_back({false, static_cast<size_t>(1 + i * 97 % 5000), false});
+  for (int i = 0; i < count; i++)
+    s.push_back({false, static_cast<size_t>(1 + i * 97 % 5000), false});
   return s;
 }
 
