@@ -4,6 +4,7 @@
 // a killed or aborting peer, and nothing left in /dev/shm.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <string>
@@ -187,6 +188,7 @@ TEST(CudaIpc, KilledPeerFailsTheWait) {
         x.Close(false);
         dev_engine_close(dev);
         if (!err.empty()) return err;
+        printf("rank %d failed after %.3f s: %s\n", rank, took, msg.c_str());
         if (took > 5) return "failed only after " + std::to_string(took) + " s: " + msg;
         if (msg.find("rank 1 (pid") == std::string::npos) return "message: " + msg;
         return "";
@@ -241,6 +243,7 @@ TEST(CudaIpc, AbortiveCloseFailsThePeer) {
         x.Close(true);
         dev_engine_close(dev);
         if (!err.empty()) return err;
+        printf("rank %d failed after %.3f s: %s\n", rank, took, msg.c_str());
         if (took > 5) return "failed only after " + std::to_string(took) + " s: " + msg;
         if (msg.find("rank 0") == std::string::npos) return "message: " + msg;
         return "";

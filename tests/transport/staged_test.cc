@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <string>
@@ -149,6 +150,7 @@ TEST(Staged, KilledPeerFailsTheWait) {
         x.Close(true);
         dev_engine_close(dev);
         if (!err.empty()) return err;
+        printf("rank %d failed after %.3f s: %s\n", rank, took, msg.c_str());
         if (took > 5) return "failed only after " + std::to_string(took) + " s: " + msg;
         if (msg.find("rank 1") == std::string::npos) return "message: " + msg;
         return "";
@@ -201,6 +203,7 @@ TEST(Staged, AbortiveCloseFailsThePeer) {
         x.Close(true);
         dev_engine_close(dev);
         if (!err.empty()) return err;
+        printf("rank %d failed after %.3f s: %s\n", rank, took, msg.c_str());
         if (took > 5) return "failed only after " + std::to_string(took) + " s: " + msg;
         if (msg.find("rank 0") == std::string::npos) return "message: " + msg;
         return "";
