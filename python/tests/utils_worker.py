@@ -392,12 +392,13 @@ class Ctx:
             total = g if total is None else [a + b for a, b in zip(total, g)]
         return [t / self.world for t in total]
 
-    def _count_async_all_reduces(self):
+    def _count_async_all_reduces(self, sync=False):
+        """Counts all-reduces started with async_op=True (or, with sync, the blocking ones)."""
         dist, calls = self.dist, []
         real = dist.all_reduce
 
         def counting(tensor, *args, **kwargs):
-            if kwargs.get("async_op"):
+            if bool(kwargs.get("async_op")) != sync:
                 calls.append(tensor.numel())
             return real(tensor, *args, **kwargs)
 
@@ -442,7 +443,31 @@ class Ctx:
         self._backward(model, self.rank)
         u.sync_grad(model, average=False)
         out.append(self._assert_grads(model, [w * self.world for w in want]))
+        # Parameters that have gradients on every rank: no mask goes round, one small all-reduce
+        # fewer, same averages.
+        model = self._model()
+        self._backward(model, self.rank)
+        names = [n for n, _ in model.named_parameters()]
+        everywhere = [i for i, n in enumerate(names) if n not in ("unused", "rank0_only")]
+        params = list(model.parameters())
+        synced = self._count_sync_all_reduces(lambda: u.sync_grad([params[i] for i in everywhere]))
+        assert synced == 1, synced
+        for i in everywhere:
+            assert self.torch.allclose(params[i].grad, want[i], rtol=1e-5, atol=1e-7), names[i]
+        out.append([params[i].grad.tolist() for i in everywhere])
+        model = self._model()
+        self._backward(model, self.rank)
+        synced = self._count_sync_all_reduces(lambda: u.sync_grad(model))
+        assert synced == 2, synced  # layout check, then which parameters have gradients
         return out
+
+    def _count_sync_all_reduces(self, fn):
+        calls, restore = self._count_async_all_reduces(sync=True)
+        try:
+            fn()
+        finally:
+            restore()
+        return len(calls)
 
     def check_sync_grad_mismatch(self):
         torch = self.torch

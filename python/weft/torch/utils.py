@@ -420,12 +420,13 @@ def _agree_on_grads(what, params):
     sig = zlib.crc32(text.encode())
     n = len(params)
     has = [0 if p.grad is None else 1 for p in params]
-    vals = torch.tensor([n, -n, sig, -sig] + has, dtype=torch.int64)
-    # Ranks with different parameter counts would send different lengths: pad to a fixed head
-    # and compare the counts before trusting the mask.
-    head = vals[:4].to(_comm_device())
+    all_have = int(all(has))
+    # Ranks with different parameter counts would send masks of different lengths, so a fixed
+    # head goes first; it also says whether every rank has every gradient (the usual case), in
+    # which case the mask need not travel.
+    head = torch.tensor([n, -n, sig, -sig, -all_have], dtype=torch.int64, device=_comm_device())
     dist.all_reduce(head, op=dist.ReduceOp.MAX)
-    hi_n, lo_n, hi_sig, lo_sig = head.tolist()
+    hi_n, lo_n, hi_sig, lo_sig, not_all = head.tolist()
     if hi_n != -lo_n:
         raise TensorMismatchError(
             "weft.torch.utils.%s: ranks pass different numbers of parameters: rank %d has %d, the "
@@ -435,9 +436,9 @@ def _agree_on_grads(what, params):
         raise TensorMismatchError(
             "weft.torch.utils.%s: ranks hold %d parameters each but their shapes or dtypes differ; "
             "rank %d has [%s]" % (what, n, get_rank(), text[:300]))
-    if n == 0:
-        return []
-    mask = vals[4:].to(_comm_device())
+    if not_all == -1:
+        return params
+    mask = torch.tensor(has, dtype=torch.int64, device=_comm_device())
     dist.all_reduce(mask, op=dist.ReduceOp.MAX)
     return [p for p, m in zip(params, mask.tolist()) if m]
 
@@ -464,7 +465,8 @@ def sync_grad(model, bucket_bytes=DEFAULT_BUCKET_BYTES, average=True):
 
 def _grad_accumulator(p):
     """The autograd node that writes p.grad; kept alive by the caller, or its hooks vanish."""
-    return p.expand_as(p).grad_fn.next_functions[0][0]
+    with torch.enable_grad():  # a GradSync made under no_grad() still needs the graph node
+        return p.expand_as(p).grad_fn.next_functions[0][0]
 
 
 class GradSync:
