@@ -16,6 +16,10 @@ void emu_release(dev_engine_t *e, void *p, int host_pinned);
 weft_result_t emu_ipc_export(dev_engine_t *e, void *p, size_t bytes, dev_ipc_handle_t *h);
 weft_result_t emu_ipc_import(dev_engine_t *e, const dev_ipc_handle_t *h, void **out);
 void emu_ipc_close(dev_engine_t *e, void *p);
+/* Checks [p, p + bytes) as device work would touch it: inside one allocation if it starts in
+ * one (else it is an illegal address on a GPU), and, unless allow_pageable (a copy), device or
+ * pinned memory (a kernel cannot reach pageable host memory). `what` names the operation. */
+weft_result_t emu_mem_check(const void *p, size_t bytes, int allow_pageable, const char *what);
 /* Frees every allocation and mapping `e` made (engine close). */
 void emu_mem_release_all(dev_engine_t *e);
 

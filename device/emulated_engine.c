@@ -160,6 +160,9 @@ static weft_result_t run_reduce(const op_t *op) {
   if ((int)op->rop < 0 || op->rop >= WEFT_NUM_OPS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "emulated device: reduce: unknown op %d",
                     (int)op->rop);
+  if (op->avg_nranks < 0)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "emulated device: reduce: avg_nranks %d < 0",
+                    op->avg_nranks);
   if (op->rop == WEFT_AVG && op->avg_nranks > 0) {
     kern_reduce_avg_final(op->dst, op->src, op->src2, op->n, op->dtype, op->avg_nranks);
   } else {
@@ -316,8 +319,7 @@ static weft_result_t emu_drain(dev_queue_t *q, int timeout_ms) {
   struct timespec ts = deadline_after_ms(timeout_ms);
   pthread_mutex_lock(&q->mu);
   while (q->completed < q->enqueued) {
-    if (pthread_cond_timedwait(&q->done, &q->mu, &ts) == ETIMEDOUT &&
-        q->completed < q->enqueued) {
+    if (pthread_cond_timedwait(&q->done, &q->mu, &ts) == ETIMEDOUT && q->completed < q->enqueued) {
       unsigned long long pending = q->enqueued - q->completed;
       pthread_mutex_unlock(&q->mu);
       return WEFT_ERR(WEFT_ERR_TIMEOUT,
@@ -361,6 +363,8 @@ static weft_result_t emu_copy(dev_queue_t *q, void *dst, const void *src, size_t
   if (bytes && (!dst || !src))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "emulated device: copy of %zu bytes from %p to %p",
                     bytes, src, dst);
+  WEFT_CHECK(emu_mem_check(dst, bytes, 1, "copy to"));
+  WEFT_CHECK(emu_mem_check(src, bytes, 1, "copy from"));
   op_t *op = op_new(OP_COPY);
   if (op) {
     op->dst = dst;
@@ -376,8 +380,15 @@ static weft_result_t emu_reduce(dev_queue_t *q, void *dst, void *dst2, const voi
   if (n && (!dst || !local || !incoming))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "emulated device: reduce of %zu elements with a NULL buffer", n);
-  /* dtype and op are checked when the operation runs, and fail the queue: a bad launch is found
-   * late on a GPU too, and the executor's handling of a failed queue is what this exercises. */
+  /* The buffers are checked now, as the CUDA engine's kernels check theirs at launch (with the
+   * element size of a valid dtype). dtype, op and avg_nranks are checked when the operation runs
+   * and fail the queue instead: the emulation's way to exercise the handling of device work that
+   * fails after it was enqueued. */
+  size_t bytes = n * emu_dtype_size(dtype);
+  WEFT_CHECK(emu_mem_check(dst, bytes, 0, "reduce into"));
+  if (dst2) WEFT_CHECK(emu_mem_check(dst2, bytes, 0, "reduce into (second output)"));
+  WEFT_CHECK(emu_mem_check(local, bytes, 0, "reduce reading local data"));
+  WEFT_CHECK(emu_mem_check(incoming, bytes, 0, "reduce reading incoming data"));
   op_t *o = op_new(OP_REDUCE);
   if (o) {
     o->dst = dst;

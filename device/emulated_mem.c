@@ -103,17 +103,47 @@ static void entry_free(const entry_t *en) {
 size_t emu_dtype_size(weft_dtype_t dtype) {
   switch (dtype) {
     case WEFT_INT8:
-    case WEFT_UINT8: return 1;
+    case WEFT_UINT8:
+      return 1;
     case WEFT_FLOAT16:
-    case WEFT_BFLOAT16: return 2;
+    case WEFT_BFLOAT16:
+      return 2;
     case WEFT_INT32:
     case WEFT_UINT32:
-    case WEFT_FLOAT32: return 4;
+    case WEFT_FLOAT32:
+      return 4;
     case WEFT_INT64:
     case WEFT_UINT64:
-    case WEFT_FLOAT64: return 8;
-    default: return 0;
+    case WEFT_FLOAT64:
+      return 8;
+    default:
+      return 0;
   }
+}
+
+weft_result_t emu_mem_check(const void *p, size_t bytes, int allow_pageable, const char *what) {
+  const char *c = p;
+  int found = 0, overrun = 0;
+  pthread_mutex_lock(&reg_mu);
+  for (size_t i = 0; i < reg_len; i++) {
+    if (c >= reg[i].base && c < reg[i].base + reg[i].bytes) {
+      found = 1;
+      overrun = bytes > (size_t)(reg[i].base + reg[i].bytes - c);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&reg_mu);
+  if (overrun)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "emulated device: %s: %zu bytes at %p run past the end of their allocation "
+                    "(an illegal address on a GPU)",
+                    what, bytes, p);
+  if (!found && !allow_pageable && bytes)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "emulated device: %s: %p is pageable host memory, which a GPU kernel cannot "
+                    "read or write (device memory or alloc(host_pinned = 1) only)",
+                    what, p);
+  return WEFT_SUCCESS;
 }
 
 weft_result_t emu_mem_kind(dev_engine_t *e, const void *p, dev_mem_t *kind, int *device) {

@@ -1,0 +1,684 @@
+/* cuda_engine.c -- the device engine on a GPU: the CUDA runtime API for memory, streams, events
+ * and IPC, and the kernels of kernels/cuda for reductions.
+ *
+ * Plain C compiled by the host compiler: every kernel lives in kernels/cuda and is reached through
+ * reduce_kernels.h. Every CUDA failure becomes a weft_result_t whose message names what was being
+ * done and CUDA's own error name and text.
+ *
+ * The current device is per thread in CUDA, and weft calls the engine from the caller's thread and
+ * from the progress thread alike, so every entry point that touches a stream or memory first makes
+ * the engine's device current (cudaSetDevice is a thread-local store once the context exists). */
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "device/device.h"
+#include "kernels/cuda/reduce_kernels.h"
+
+/* queue_destroy and close wait this long for a queue's work before destroying it anyway. */
+#define DESTROY_WAIT_MS 10000
+/* How long poll loops sleep between queries: short against a GPU step, long enough not to spin
+ * a core that the transports need. */
+#define POLL_SLEEP_NS 20000L
+#define IPC_MAGIC 0x57464355u /* "WFCU", after CUDA's 64 bytes: tells our handles from others */
+
+_Static_assert(sizeof(cudaIpcMemHandle_t) + sizeof(uint32_t) <= DEV_IPC_HANDLE_BYTES,
+               "a CUDA IPC handle does not fit dev_ipc_handle_t");
+
+typedef enum { TRACK_DEVICE, TRACK_PINNED, TRACK_IMPORT, TRACK_QUEUE, TRACK_STREAM } track_t;
+
+/* What the engine made and close() must free. */
+typedef struct {
+  void *p;
+  track_t what;
+} tracked_t;
+
+typedef struct {
+  dev_engine_t base;
+  pthread_mutex_t mu;
+  tracked_t *tracked;
+  size_t ntracked, cap;
+} cuda_engine_t;
+
+/* A queue: a non-blocking stream, and its fences as a FIFO of recorded events. The stream runs in
+ * order, so fences pass in order: poll() pops the passed ones from the front. */
+struct dev_queue {
+  cuda_engine_t *e;
+  cudaStream_t stream;
+  pthread_mutex_t mu;
+  cudaEvent_t *pend;     /* ring of pending fences' events, oldest at pend[head] */
+  uint64_t *pend_ticket; /* their tickets */
+  size_t head, npend, cap;
+  cudaEvent_t *pool; /* passed events, ready to record again; room for cap */
+  size_t npool;
+  uint64_t issued;   /* the last ticket handed out */
+  uint64_t passed;   /* every ticket <= passed has passed */
+  weft_result_t err; /* sticky: the first failure of the queue's work */
+  char errmsg[ERR_MSG_MAX];
+};
+
+/* One call's hold on a user stream: an event where its inputs are ready, then a host function
+ * that blocks the stream until gate_open. The host function and the caller each hold a reference;
+ * the host function may not call CUDA, so the event is destroyed by gate_open. */
+struct dev_gate {
+  cuda_engine_t *e;
+  cudaEvent_t inputs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int opened;
+  int refs;
+};
+
+/* ---- errors ---- */
+
+static weft_result_t cuda_result(cudaError_t rc) {
+  switch (rc) {
+    case cudaErrorMemoryAllocation:
+      return WEFT_ERR_NO_MEMORY;
+    case cudaErrorInvalidValue:
+      return WEFT_ERR_INVALID_ARGUMENT;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+      return WEFT_ERR_UNSUPPORTED;
+    default:
+      return WEFT_ERR_SYSTEM;
+  }
+}
+
+/* Records "cuda: <what>: <name>: <text> [file:line]" and clears CUDA's last error, so that a
+ * failure here (e.g. probing a pageable pointer) is not picked up by a later, unrelated
+ * cudaGetLastError() such as a kernel launch check. */
+static weft_result_t cuda_fail(cudaError_t rc, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static weft_result_t cuda_fail(cudaError_t rc, const char *file, int line, const char *fmt, ...) {
+  char what[ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  (void)cudaGetLastError();
+  return err_set(cuda_result(rc), file, line, "cuda: %s: %s: %s", what, cudaGetErrorName(rc),
+                 cudaGetErrorString(rc));
+}
+
+#define CUDA_FAIL(rc, ...) cuda_fail((rc), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Returns from the current function with a weft error if the CUDA call fails. */
+#define CUDA_CHECK(call, ...)                                             \
+  do {                                                                    \
+    cudaError_t cuda_rc_ = (call);                                        \
+    if (cuda_rc_ != cudaSuccess) return CUDA_FAIL(cuda_rc_, __VA_ARGS__); \
+  } while (0)
+
+static weft_result_t use_device(cuda_engine_t *e) {
+  CUDA_CHECK(cudaSetDevice(e->base.device), "making device %d current", e->base.device);
+  return WEFT_SUCCESS;
+}
+
+static void sleep_a_little(void) {
+  struct timespec d = {0, POLL_SLEEP_NS};
+  nanosleep(&d, NULL);
+}
+
+/* ---- what the engine made ---- */
+
+static weft_result_t track(cuda_engine_t *e, void *p, track_t what) {
+  weft_result_t res = WEFT_SUCCESS;
+  pthread_mutex_lock(&e->mu);
+  if (e->ntracked == e->cap) {
+    size_t cap = e->cap ? 2 * e->cap : 16;
+    tracked_t *grown = realloc(e->tracked, cap * sizeof *grown);
+    if (grown) {
+      e->tracked = grown;
+      e->cap = cap;
+    } else {
+      res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: growing its table of allocations");
+    }
+  }
+  if (res == WEFT_SUCCESS) e->tracked[e->ntracked++] = (tracked_t){p, what};
+  pthread_mutex_unlock(&e->mu);
+  return res;
+}
+
+/* 1 if p was tracked as `what` (and is no longer). */
+static int untrack(cuda_engine_t *e, const void *p, track_t what) {
+  int found = 0;
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->ntracked; i++) {
+    if (e->tracked[i].p == p && e->tracked[i].what == what) {
+      e->tracked[i] = e->tracked[--e->ntracked];
+      found = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  return found;
+}
+
+/* ---- memory ---- */
+
+static weft_result_t cu_mem_kind(dev_engine_t *base, const void *p, dev_mem_t *kind, int *device) {
+  (void)base;
+  *kind = DEV_MEM_HOST;
+  if (device) *device = -1;
+  if (!p) return WEFT_SUCCESS;
+  struct cudaPointerAttributes a;
+  memset(&a, 0, sizeof a);
+  cudaError_t rc = cudaPointerGetAttributes(&a, p);
+  if (rc == cudaErrorInvalidValue) {
+    /* Runtimes before 11.0 fail on pageable memory instead of answering "unregistered", and
+     * leave that as the last error: clear it, it is an answer, not a failure. */
+    (void)cudaGetLastError();
+    return WEFT_SUCCESS;
+  }
+  if (rc != cudaSuccess) return CUDA_FAIL(rc, "cudaPointerGetAttributes(%p)", p);
+  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
+    *kind = DEV_MEM_DEVICE;
+    if (device) *device = a.device;
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t cu_alloc(dev_engine_t *base, size_t bytes, int host_pinned, void **out) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  *out = NULL;
+  if (bytes == 0) return WEFT_SUCCESS;
+  WEFT_CHECK(use_device(e));
+  void *p = NULL;
+  if (host_pinned)
+    CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+               "cudaHostAlloc of %zu bytes of pinned host memory", bytes);
+  else
+    CUDA_CHECK(cudaMalloc(&p, bytes), "cudaMalloc of %zu bytes on device %d", bytes,
+               e->base.device);
+  weft_result_t res = track(e, p, host_pinned ? TRACK_PINNED : TRACK_DEVICE);
+  if (res != WEFT_SUCCESS) {
+    if (host_pinned)
+      cudaFreeHost(p);
+    else
+      cudaFree(p);
+    return res;
+  }
+  *out = p;
+  return WEFT_SUCCESS;
+}
+
+static void free_memory(cuda_engine_t *e, void *p, track_t what) {
+  if (use_device(e) != WEFT_SUCCESS) return;
+  cudaError_t rc = cudaSuccess;
+  switch (what) {
+    case TRACK_DEVICE:
+      rc = cudaFree(p);
+      break;
+    case TRACK_PINNED:
+      rc = cudaFreeHost(p);
+      break;
+    case TRACK_IMPORT:
+      rc = cudaIpcCloseMemHandle(p);
+      break;
+    default:
+      break;
+  }
+  if (rc != cudaSuccess) (void)cudaGetLastError(); /* nothing to report to: release() is void */
+}
+
+static void cu_release(dev_engine_t *base, void *p, int host_pinned) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  track_t what = host_pinned ? TRACK_PINNED : TRACK_DEVICE;
+  if (p && untrack(e, p, what)) free_memory(e, p, what);
+}
+
+/* ---- queues ---- */
+
+static weft_result_t queue_new(cuda_engine_t *e, dev_queue_t **out) {
+  WEFT_CHECK(use_device(e));
+  dev_queue_t *q = calloc(1, sizeof *q);
+  if (!q) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating a queue");
+  q->e = e;
+  cudaError_t rc = cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking);
+  if (rc != cudaSuccess) {
+    free(q);
+    return CUDA_FAIL(rc, "cudaStreamCreateWithFlags for a queue on device %d", e->base.device);
+  }
+  pthread_mutex_init(&q->mu, NULL);
+  *out = q;
+  return WEFT_SUCCESS;
+}
+
+/* Makes the first failure of q's work sticky and returns it (as this thread's error). */
+static weft_result_t queue_fail(dev_queue_t *q, weft_result_t res) {
+  if (q->err == WEFT_SUCCESS) {
+    q->err = res;
+    snprintf(q->errmsg, sizeof q->errmsg, "%s", err_last());
+  }
+  return err_set_message(q->err, q->errmsg);
+}
+
+/* Pops the fences that have passed; q->mu held. */
+static weft_result_t reap_fences(dev_queue_t *q) {
+  if (q->err != WEFT_SUCCESS) return err_set_message(q->err, q->errmsg);
+  while (q->npend > 0) {
+    cudaEvent_t ev = q->pend[q->head];
+    cudaError_t rc = cudaEventQuery(ev);
+    if (rc == cudaErrorNotReady) {
+      (void)cudaGetLastError(); /* not an error: not reached yet */
+      break;
+    }
+    if (rc != cudaSuccess)
+      return queue_fail(q,
+                        CUDA_FAIL(rc,
+                                  "device work on a queue of device %d failed "
+                                  "(cudaEventQuery of its fence %llu)",
+                                  q->e->base.device, (unsigned long long)q->pend_ticket[q->head]));
+    q->passed = q->pend_ticket[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->npend--;
+    q->pool[q->npool++] = ev; /* fits: a queue never has more than cap events */
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Grows the fence ring (q->mu held). Events are created only when the pool is empty, so a queue
+ * has at most as many events as the ring has room, and the pool can always take them all back. */
+static weft_result_t grow_fences(dev_queue_t *q) {
+  size_t cap = q->cap ? 2 * q->cap : 16;
+  cudaEvent_t *pend = malloc(cap * sizeof *pend);
+  uint64_t *ticket = malloc(cap * sizeof *ticket);
+  cudaEvent_t *pool = realloc(q->pool, cap * sizeof *pool);
+  if (pool) q->pool = pool;
+  if (!pend || !ticket || !pool) {
+    free(pend);
+    free(ticket);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: growing a queue's fences to %zu", cap);
+  }
+  for (size_t i = 0; i < q->npend; i++) {
+    pend[i] = q->pend[(q->head + i) % q->cap];
+    ticket[i] = q->pend_ticket[(q->head + i) % q->cap];
+  }
+  free(q->pend);
+  free(q->pend_ticket);
+  q->pend = pend;
+  q->pend_ticket = ticket;
+  q->head = 0;
+  q->cap = cap;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t cu_fence(dev_queue_t *q, uint64_t *ticket) {
+  WEFT_CHECK(use_device(q->e));
+  weft_result_t res = WEFT_SUCCESS;
+  pthread_mutex_lock(&q->mu);
+  if (q->npend == q->cap) res = grow_fences(q);
+  cudaEvent_t ev = NULL;
+  if (res == WEFT_SUCCESS) {
+    if (q->npool > 0) {
+      ev = q->pool[--q->npool];
+    } else {
+      cudaError_t rc = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+      if (rc != cudaSuccess) res = CUDA_FAIL(rc, "cudaEventCreateWithFlags for a fence");
+    }
+  }
+  if (res == WEFT_SUCCESS) {
+    cudaError_t rc = cudaEventRecord(ev, q->stream);
+    if (rc != cudaSuccess) {
+      res = CUDA_FAIL(rc, "cudaEventRecord of a fence");
+      q->pool[q->npool++] = ev;
+    }
+  }
+  if (res == WEFT_SUCCESS) {
+    q->pend[(q->head + q->npend) % q->cap] = ev;
+    q->pend_ticket[(q->head + q->npend) % q->cap] = ++q->issued;
+    q->npend++;
+    *ticket = q->issued;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return res;
+}
+
+static weft_result_t cu_poll(dev_queue_t *q, uint64_t ticket, int *done) {
+  *done = 0;
+  WEFT_CHECK(use_device(q->e));
+  pthread_mutex_lock(&q->mu);
+  weft_result_t res = reap_fences(q);
+  *done = ticket <= q->passed;
+  uint64_t issued = q->issued;
+  pthread_mutex_unlock(&q->mu);
+  if (res == WEFT_SUCCESS && ticket > issued)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "cuda engine: poll of ticket %llu, but only %llu fences were issued",
+                    (unsigned long long)ticket, (unsigned long long)issued);
+  return res;
+}
+
+/* Polls `stream` until all its work has finished, at most timeout_ms. */
+static weft_result_t wait_stream(cudaStream_t stream, int timeout_ms, const char *what) {
+  int64_t deadline = clock_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    cudaError_t rc = cudaStreamQuery(stream);
+    if (rc == cudaSuccess) return WEFT_SUCCESS;
+    if (rc != cudaErrorNotReady) return CUDA_FAIL(rc, "%s (cudaStreamQuery)", what);
+    (void)cudaGetLastError();
+    if (clock_now_ms() >= deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "cuda engine: %s: work still running after %d ms (a gate on the stream "
+                      "not opened yet?)",
+                      what, timeout_ms);
+    sleep_a_little();
+  }
+}
+
+static weft_result_t cu_drain(dev_queue_t *q, int timeout_ms) {
+  WEFT_CHECK(use_device(q->e));
+  pthread_mutex_lock(&q->mu);
+  weft_result_t res = q->err != WEFT_SUCCESS ? err_set_message(q->err, q->errmsg) : WEFT_SUCCESS;
+  pthread_mutex_unlock(&q->mu);
+  WEFT_CHECK(res);
+  res = wait_stream(q->stream, timeout_ms, "draining a queue");
+  pthread_mutex_lock(&q->mu);
+  if (res == WEFT_SUCCESS) {
+    res = reap_fences(q); /* every fence has passed now: this empties the ring */
+  } else if (res != WEFT_ERR_TIMEOUT) {
+    res = queue_fail(q, res);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return res;
+}
+
+static void queue_free(dev_queue_t *q) {
+  if (use_device(q->e) == WEFT_SUCCESS) {
+    (void)wait_stream(q->stream, DESTROY_WAIT_MS, "destroying a queue");
+    for (size_t i = 0; i < q->npend; i++) cudaEventDestroy(q->pend[(q->head + i) % q->cap]);
+    for (size_t i = 0; i < q->npool; i++) cudaEventDestroy(q->pool[i]);
+    cudaStreamDestroy(q->stream); /* if work is still running, CUDA frees it once it finishes */
+    (void)cudaGetLastError();
+  }
+  free(q->pend);
+  free(q->pend_ticket);
+  free(q->pool);
+  pthread_mutex_destroy(&q->mu);
+  free(q);
+}
+
+static weft_result_t cu_queue_create(dev_engine_t *base, dev_queue_t **out) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  WEFT_CHECK(queue_new(e, out));
+  weft_result_t res = track(e, *out, TRACK_QUEUE);
+  if (res != WEFT_SUCCESS) {
+    queue_free(*out);
+    *out = NULL;
+  }
+  return res;
+}
+
+static void cu_queue_destroy(dev_queue_t *q) {
+  if (q && untrack(q->e, q, TRACK_QUEUE)) queue_free(q);
+}
+
+static weft_result_t cu_copy(dev_queue_t *q, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0) return WEFT_SUCCESS;
+  WEFT_CHECK(use_device(q->e));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, q->stream),
+             "cudaMemcpyAsync of %zu bytes from %p to %p", bytes, src, dst);
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t cu_reduce(dev_queue_t *q, void *dst, void *dst2, const void *local,
+                               const void *incoming, size_t n, weft_dtype_t dtype, weft_op_t op,
+                               int avg_nranks) {
+  WEFT_CHECK(use_device(q->e));
+  if (dst2)
+    return kern_cuda_reduce_copy(dst, dst2, local, incoming, n, dtype, op, avg_nranks, q->stream);
+  return kern_cuda_reduce(dst, local, incoming, n, dtype, op, avg_nranks, q->stream);
+}
+
+/* ---- user streams and gates ---- */
+
+static void gate_unref(dev_gate_t *g) {
+  pthread_mutex_lock(&g->mu);
+  int left = --g->refs;
+  pthread_mutex_unlock(&g->mu);
+  if (left > 0) return;
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g);
+}
+
+/* Runs on CUDA's host-function thread, in the user stream's order, and holds the stream there
+ * until gate_open: the user's later kernels cannot start before weft has written the outputs.
+ *
+ * Blocking a host function is allowed (CUDA only requires that it make no CUDA calls), but CUDA
+ * may serve the host functions of many streams from one thread, so while this one waits, host
+ * functions elsewhere in the process may wait behind it. Hence the rule: the engine's own queues
+ * never use host functions -- fences are events that poll() queries, gate_wait_inputs queries an
+ * event too -- so the work that opens a gate never waits on a blocked host function, and every
+ * closed gate opens. There is no timeout here on purpose: letting the stream go before the call
+ * finished would hand the user wrong data silently; gate_open is called on every path, failure
+ * included (device.h). */
+static void CUDART_CB gate_host_fn(void *arg) {
+  dev_gate_t *g = arg;
+  pthread_mutex_lock(&g->mu);
+  while (!g->opened) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+  gate_unref(g);
+}
+
+static weft_result_t cu_gate_enter(dev_engine_t *base, void *user_stream, dev_gate_t **out) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  WEFT_CHECK(use_device(e));
+  cudaStream_t s = (cudaStream_t)user_stream;
+  dev_gate_t *g = calloc(1, sizeof *g);
+  if (!g) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating a stream gate");
+  g->e = e;
+  g->refs = 2;
+  pthread_mutex_init(&g->mu, NULL);
+  pthread_cond_init(&g->cv, NULL);
+  weft_result_t res = WEFT_SUCCESS;
+  cudaError_t rc = cudaEventCreateWithFlags(&g->inputs, cudaEventDisableTiming);
+  if (rc != cudaSuccess) {
+    res = CUDA_FAIL(rc, "cudaEventCreateWithFlags for a stream gate");
+    goto fail;
+  }
+  rc = cudaEventRecord(g->inputs, s);
+  if (rc == cudaSuccess) rc = cudaLaunchHostFunc(s, gate_host_fn, g);
+  if (rc != cudaSuccess) {
+    res = CUDA_FAIL(rc,
+                    "holding the user's stream %p for a call (cudaEventRecord, "
+                    "cudaLaunchHostFunc)",
+                    user_stream);
+    cudaEventDestroy(g->inputs);
+    goto fail;
+  }
+  *out = g;
+  return WEFT_SUCCESS;
+fail:
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g);
+  return res;
+}
+
+static weft_result_t cu_gate_wait_inputs(dev_gate_t *g, int timeout_ms) {
+  WEFT_CHECK(use_device(g->e));
+  int64_t deadline = clock_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    cudaError_t rc = cudaEventQuery(g->inputs);
+    if (rc == cudaSuccess) return WEFT_SUCCESS;
+    if (rc != cudaErrorNotReady)
+      return CUDA_FAIL(rc, "waiting for the user's stream to produce a call's inputs");
+    (void)cudaGetLastError();
+    if (clock_now_ms() >= deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "cuda engine: the user's stream did not finish the work before the call "
+                      "(its inputs) within %d ms",
+                      timeout_ms);
+    sleep_a_little();
+  }
+}
+
+static void cu_gate_open(dev_gate_t *g) {
+  /* The event is destroyed here, on the caller's thread: the host function may not call CUDA.
+   * Destroying a recorded event is safe even if the stream has not reached it yet. */
+  if (use_device(g->e) == WEFT_SUCCESS) cudaEventDestroy(g->inputs);
+  (void)cudaGetLastError();
+  pthread_mutex_lock(&g->mu);
+  g->opened = 1;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+  gate_unref(g);
+}
+
+static weft_result_t cu_stream_create(dev_engine_t *base, void **stream) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  WEFT_CHECK(use_device(e));
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  weft_result_t res = track(e, s, TRACK_STREAM);
+  if (res != WEFT_SUCCESS) {
+    cudaStreamDestroy(s);
+    return res;
+  }
+  *stream = s;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t cu_stream_sync(dev_engine_t *base, void *stream, int timeout_ms) {
+  WEFT_CHECK(use_device((cuda_engine_t *)base));
+  return wait_stream((cudaStream_t)stream, timeout_ms, "synchronizing a stream");
+}
+
+static void cu_stream_destroy(dev_engine_t *base, void *stream) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  if (!stream || !untrack(e, stream, TRACK_STREAM)) return;
+  if (use_device(e) == WEFT_SUCCESS) cudaStreamDestroy((cudaStream_t)stream);
+  (void)cudaGetLastError();
+}
+
+/* ---- IPC ---- */
+
+static weft_result_t cu_ipc_export(dev_engine_t *base, void *p, size_t bytes, dev_ipc_handle_t *h) {
+  (void)bytes; /* the handle covers the whole allocation; CUDA does not take a size */
+  WEFT_CHECK(use_device((cuda_engine_t *)base));
+  cudaIpcMemHandle_t ch;
+  CUDA_CHECK(cudaIpcGetMemHandle(&ch, p), "cudaIpcGetMemHandle(%p)", p);
+  uint32_t magic = IPC_MAGIC;
+  memset(h, 0, sizeof *h);
+  memcpy(h->bytes, &ch, sizeof ch);
+  memcpy(h->bytes + sizeof ch, &magic, sizeof magic);
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t cu_ipc_import(dev_engine_t *base, const dev_ipc_handle_t *h, void **out) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  *out = NULL;
+  cudaIpcMemHandle_t ch;
+  uint32_t magic;
+  memcpy(&ch, h->bytes, sizeof ch);
+  memcpy(&magic, h->bytes + sizeof ch, sizeof magic);
+  if (magic != IPC_MAGIC)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "cuda engine: ipc_import: not a handle of the CUDA engine (magic %#x; does "
+                    "the peer use another engine?)",
+                    magic);
+  WEFT_CHECK(use_device(e));
+  void *p = NULL;
+  CUDA_CHECK(cudaIpcOpenMemHandle(&p, ch, cudaIpcMemLazyEnablePeerAccess),
+             "cudaIpcOpenMemHandle of a peer's allocation on device %d", e->base.device);
+  weft_result_t res = track(e, p, TRACK_IMPORT);
+  if (res != WEFT_SUCCESS) {
+    cudaIpcCloseMemHandle(p);
+    return res;
+  }
+  *out = p;
+  return WEFT_SUCCESS;
+}
+
+static void cu_ipc_close(dev_engine_t *base, void *p) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  if (p && untrack(e, p, TRACK_IMPORT)) free_memory(e, p, TRACK_IMPORT);
+}
+
+/* ---- the engine ---- */
+
+static void cu_close(dev_engine_t *base) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  /* Queues and streams first: their work may still read the memory freed below. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < e->ntracked; i++) {
+      tracked_t t = e->tracked[i];
+      int is_queue = t.what == TRACK_QUEUE || t.what == TRACK_STREAM;
+      if (is_queue != (pass == 0)) continue;
+      switch (t.what) {
+        case TRACK_QUEUE:
+          queue_free(t.p);
+          break;
+        case TRACK_STREAM:
+          if (use_device(e) == WEFT_SUCCESS) {
+            (void)wait_stream(t.p, DESTROY_WAIT_MS, "closing the engine");
+            cudaStreamDestroy(t.p);
+          }
+          break;
+        default:
+          free_memory(e, t.p, t.what);
+          break;
+      }
+    }
+  }
+  (void)cudaGetLastError();
+  free(e->tracked);
+  pthread_mutex_destroy(&e->mu);
+  free(e);
+}
+
+static const dev_ops_t cuda_ops = {
+    .name = "cuda",
+    .mem_kind = cu_mem_kind,
+    .alloc = cu_alloc,
+    .release = cu_release,
+    .queue_create = cu_queue_create,
+    .queue_destroy = cu_queue_destroy,
+    .copy = cu_copy,
+    .reduce = cu_reduce,
+    .fence = cu_fence,
+    .poll = cu_poll,
+    .drain = cu_drain,
+    .gate_enter = cu_gate_enter,
+    .gate_wait_inputs = cu_gate_wait_inputs,
+    .gate_open = cu_gate_open,
+    .stream_create = cu_stream_create,
+    .stream_sync = cu_stream_sync,
+    .stream_destroy = cu_stream_destroy,
+    .ipc_export = cu_ipc_export,
+    .ipc_import = cu_ipc_import,
+    .ipc_close = cu_ipc_close,
+    .close = cu_close,
+};
+
+weft_result_t cuda_engine_open(dev_engine_t **out) {
+  *out = NULL;
+  int count = 0;
+  cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED, "cuda engine: no CUDA device (%s)",
+                    rc != cudaSuccess ? cudaGetErrorString(rc) : "the driver lists none");
+  }
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+  /* Creates the context now, so that a broken driver or a device in exclusive use by another
+   * process fails here and not in the middle of the first collective. */
+  CUDA_CHECK(cudaFree(NULL), "initializing device %d", device);
+  cuda_engine_t *e = calloc(1, sizeof *e);
+  if (!e) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating the engine");
+  e->base.ops = &cuda_ops;
+  e->base.device = device;
+  pthread_mutex_init(&e->mu, NULL);
+  *out = &e->base;
+  return WEFT_SUCCESS;
+}
