@@ -1,4 +1,5 @@
-// cuda_ipc_test.cc -- the cuda_ipc transport between real processes on the emulated device engine:
+// cuda_ipc_test.cc -- the cuda_ipc transport between real processes on the emulated device engine
+// (WEFT_TEST_DEVICE=cuda: the CUDA one):
 // device and host messages interleaved both ways, in-place receives read through x->data and
 // released in order, copy receives, more messages in flight than slots, odd lengths, a mismatch,
 // a killed or aborting peer, and nothing left in /dev/shm.
@@ -37,7 +38,7 @@ TEST_P(CudaIpcStreams, BothWaysInterleaved) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, sh.shm_slots, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
@@ -71,7 +72,7 @@ TEST(CudaIpc, ThreeRanksEachToEach) {
       3,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
@@ -107,7 +108,7 @@ TEST(CudaIpc, InPlaceLargerThanASlotIsRefused) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
@@ -140,7 +141,7 @@ TEST(CudaIpc, DeviceWhereHostExpectedIsAMismatch) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
@@ -173,7 +174,7 @@ TEST(CudaIpc, KilledPeerFailsTheWait) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 2, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);
@@ -209,7 +210,7 @@ TEST(CudaIpc, AbortiveCloseFailsThePeer) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 2, 4);
         RankXport x;
         std::string err = OpenCudaIpc(rank, n, id, &cfg, dev, &ex, &x);

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +82,11 @@ std::string BlobExchange::Exchange(int rank, const void* blob, size_t size,
 }
 
 // ---- configuration and leftovers -------------------------------------------------------------
+
+weft_result_t OpenTestEngine(dev_engine_t** dev) {
+  const char* name = getenv("WEFT_TEST_DEVICE");
+  return dev_engine_open(name && *name ? name : "emulated", dev);
+}
 
 static const char* NoEnv(void*, const char*) { return nullptr; }
 

@@ -26,6 +26,10 @@ class BlobExchange {
   std::vector<int> rd_, wr_;
 };
 
+// The engine the tests run on: $WEFT_TEST_DEVICE ("cuda" on a GPU machine), else "emulated".
+// Opened in each forked rank, never in the test's own process (CUDA does not survive fork).
+weft_result_t OpenTestEngine(dev_engine_t** dev);
+
 // Defaults of every knob with small slices so that streams run through the rings many times.
 weft_config_t TestConfig(size_t slice_bytes, int shm_slots, int slices_in_flight);
 

@@ -1,5 +1,6 @@
 // staged_test.cc -- device buffers over host connections through pinned staging (staged_wrap), on
-// the emulated device engine, between real processes over TCP (one socket or striped over three)
+// the emulated device engine (WEFT_TEST_DEVICE=cuda: the CUDA one), between real processes over
+// TCP (one socket or striped over three)
 // and over shm: device and host messages interleaved both ways, in-place and copy receives, more
 // in flight than slots, odd lengths, the inner connection still serving host calls afterwards, a
 // killed or aborting peer.
@@ -55,7 +56,7 @@ TEST_P(StagedStreams, BothWaysInterleaved) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, k.slices_in_flight);
         cfg.nsocks = k.nsocks;
         RankXport x;
@@ -101,7 +102,7 @@ TEST(Staged, InPlaceLargerThanASlotIsRefused) {
       1,
       [&](int, int, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 4);
         conn_t inner = {&tcp_transport_ops, 3};
         conn_t* w = nullptr;
@@ -130,7 +131,7 @@ TEST(Staged, KilledPeerFailsTheWait) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 2);
         RankXport x;
         std::string err = OpenTcp(rank, n, id, &cfg, &ex, &x);
@@ -169,7 +170,7 @@ TEST(Staged, AbortiveCloseFailsThePeer) {
       2,
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
-        if (dev_engine_open("emulated", &dev) != WEFT_SUCCESS) return err_last();
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
         weft_config_t cfg = TestConfig(kSlot, 4, 2);
         RankXport x;
         std::string err = OpenTcp(rank, n, id, &cfg, &ex, &x);
