@@ -1,7 +1,8 @@
 """examples/train.py launched alone, by weft-run and by torchrun, over gloo and over weft.
 
 weft-run is found through $WEFT_RUN, else Bazel's output link .bazel/bin/tools/weft-run in the
-repository (`bazel build //tools:weft-run`), else `weft-run` on PATH.
+repository (`bazel build //tools:weft-run`), else in the Bazel output folder $WEFT_LIBRARY is in,
+else `weft-run` on PATH.
 """
 
 import os
@@ -19,8 +20,11 @@ EPOCHS = 2
 
 
 def find_weft_run():
+    lib = os.environ.get("WEFT_LIBRARY")
+    beside_lib = os.path.join(os.path.dirname(lib), "tools", "weft-run") if lib else None
     for path in (os.environ.get("WEFT_RUN"), os.path.join(REPO, ".bazel", "bin", "tools",
-                                                          "weft-run"), shutil.which("weft-run")):
+                                                          "weft-run"), beside_lib,
+                 shutil.which("weft-run")):
         if path and os.access(path, os.X_OK):
             return path
     return None
