@@ -26,6 +26,11 @@ class Request:
         self._error = None
 
     @property
+    def what(self):
+        """The operation, e.g. "all_reduce (count 1024)"."""
+        return self._what
+
+    @property
     def done(self):
         """True once test() or wait() saw the operation complete."""
         return self._done

@@ -1,23 +1,114 @@
-"""completion.py -- turns weft requests into torch Works whose futures complete on their own.
+"""completion.py -- turns weft requests into torch Works that complete on their own and raise.
 
-torch calls a backend from Python and from C++ (DistributedDataParallel's reducer calls
-allreduce() and waits on work.get_future() without coming back to Python), so a Work must complete
-without anyone calling into it. Each operation is issued with weft_call_async; one thread per
-process group waits on the requests in order, copies results out of staging buffers, and completes
-the torch Future, which _create_work_from_future wraps into a C++ Work (a Python Work subclass
-returned to C++ would lose its Python half, and then its wait() would never return).
+torch calls a backend from Python (dist.all_reduce -> pg.allreduce -> work.wait()) and from C++
+(DistributedDataParallel's reducer takes work.get_future() and waits on the future; its
+_broadcast_coalesced waits on works it issued earlier). So:
+
+  * each operation is issued with weft_call_async, and one thread per process group waits on
+    the requests in order, copies results out of staging buffers and completes a torch Future,
+    without anyone calling into the Work;
+  * the Work is a Python subclass of torch's Work whose wait() raises the operation's error
+    (torch's own future-wrapping Work returns normally from wait() even when the future failed,
+    which would let a failed synchronous collective pass silently);
+  * C++ keeps only the C++ half of a Work a Python method returned; were the Python half
+    collected, C++'s later wait() would fall through to the base class and never return. So
+    every Work stays referenced here until it has completed and someone has waited on it or
+    taken its future (the two ways torch consumes a Work). A Work nobody ever waits on stays
+    referenced: wait on async works, as torch asks anyway.
 """
 import queue
 import threading
+import time
 
 import torch
-from torch._C._distributed_c10d import _create_work_from_future
+import torch.distributed as dist
 
 _STOP = object()
 
 
+class WeftWork(dist.Work):
+    """One operation of the weft backend. wait() returns True or raises the operation's error;
+    get_future() completes on its own with the operation's output tensors."""
+
+    def __init__(self, keeper, what):
+        super().__init__()
+        self._fut = torch.futures.Future()
+        self._keeper = keeper
+        self._what = what
+        self._error = None
+        self._consumed = False
+        keeper.hold(self)
+
+    # Called by the completion thread.
+    def _complete(self, result, error):
+        if error is not None:
+            self._error = error
+            self._fut.set_exception(error)
+        else:
+            self._fut.set_result(result)
+        self._keeper.release_if_done(self)
+
+    def wait(self, timeout=None):
+        seconds = _seconds(timeout)
+        if seconds:
+            deadline = time.monotonic() + seconds
+            while not self._fut.done():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"weft: {self._what} not complete after {seconds} s")
+                time.sleep(0.0005)
+        try:
+            self._fut.wait()  # re-raises the operation's error
+        finally:
+            self._consumed = True
+            self._keeper.release_if_done(self)
+        return True
+
+    def get_future(self):
+        self._consumed = True
+        self._keeper.release_if_done(self)
+        return self._fut
+
+    def is_completed(self):
+        return self._fut.done()
+
+    def is_success(self):
+        return self._fut.done() and self._error is None
+
+    def result(self):
+        return self._fut.value()
+
+    def synchronize(self):
+        pass
+
+    def __repr__(self):
+        state = "failed" if self._error else "done" if self._fut.done() else "pending"
+        return f"<WeftWork {self._what} {state}>"
+
+
+class Keeper:
+    """The Works that must not be collected yet (see the module comment)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._works = set()
+
+    def hold(self, work):
+        with self._lock:
+            self._works.add(work)
+
+    def release_if_done(self, work):
+        if work._consumed and work._fut.done():
+            with self._lock:
+                self._works.discard(work)
+
+    def __len__(self):
+        with self._lock:
+            return len(self._works)
+
+
 class Completion:
     def __init__(self, name):
+        self.keeper = Keeper()
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -25,15 +116,15 @@ class Completion:
     def submit(self, request, finish, result):
         """A Work for `request` (a weft.Request): once it completes, finish() runs (copies out of
         staging buffers; may be None) and the future's value becomes `result`."""
-        fut = torch.futures.Future()
-        self._queue.put((request, finish, result, fut))
-        return _create_work_from_future(fut)
+        work = WeftWork(self.keeper, request.what)
+        self._queue.put((request, finish, result, work))
+        return work
 
-    def completed(self, result):
+    def completed(self, result, what):
         """A Work that is already complete (nothing to communicate)."""
-        fut = torch.futures.Future()
-        fut.set_result(result)
-        return _create_work_from_future(fut)
+        work = WeftWork(self.keeper, what)
+        work._complete(result, None)
+        return work
 
     def stop(self, timeout_s):
         """Lets the thread finish what was submitted, then leave."""
@@ -45,12 +136,21 @@ class Completion:
             item = self._queue.get()
             if item is _STOP:
                 return
-            request, finish, result, fut = item
+            request, finish, result, work = item
             try:
                 request.wait()
                 if finish is not None:
                     finish()
             except BaseException as e:  # the waiter gets it from work.wait()
-                fut.set_exception(e)
+                work._complete(None, e)
             else:
-                fut.set_result(result)
+                work._complete(result, None)
+
+
+def _seconds(timeout):
+    """torch passes a timedelta (0: no limit), users may pass seconds or None."""
+    if timeout is None:
+        return 0
+    if hasattr(timeout, "total_seconds"):
+        return timeout.total_seconds()
+    return float(timeout)

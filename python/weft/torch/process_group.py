@@ -64,7 +64,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
     def allreduce_coalesced(self, tensors, opts=None):
         tensors = list(tensors)
         if not tensors:
-            return self._completion.completed([])
+            return self._completion.completed([], "all_reduce_coalesced")
         op = tz.weft_op(_reduce_op(opts), tensors[0], "all_reduce_coalesced")
         flat = _Flat(tensors, "all_reduce_coalesced")
         req = self._comm.all_reduce(flat.buffer, op=op, async_op=True)
