@@ -242,7 +242,10 @@ class Ctx:
         assert isinstance(k, int) and k == tri, k
         f = u.reduce_sum(0.5 * r)
         assert isinstance(f, float) and f == 0.25 * n * (n - 1), f
-        return [s.tolist(), i.tolist(), h.tolist(), k, f]
+        import numpy as np
+        g = u.reduce_sum(np.int64(r))
+        assert isinstance(g, int) and g == n * (n - 1) // 2, g
+        return [s.tolist(), i.tolist(), h.tolist(), k, f, g]
 
     def check_reduce_mean(self):
         u, torch, r, n = self.u, self.torch, self.rank, self.world

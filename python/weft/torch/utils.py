@@ -14,6 +14,7 @@ so averages are sums divided by the world size.
 import builtins
 import collections
 import contextlib
+import numbers
 import os
 import zlib
 
@@ -183,11 +184,6 @@ def print(*args, all=False, **kwargs):  # noqa: A001 -- meant to shadow print in
 # Reductions of one value
 
 
-def _is_number(x):
-    return isinstance(x, (bool, int, float)) or (hasattr(x, "item") and hasattr(x, "dtype") and
-                                                   not isinstance(x, torch.Tensor))
-
-
 def _reduce_sum_tensor(t, what):
     out = t.detach().clone()
     if not _use_collectives(what):
@@ -203,13 +199,14 @@ def _reduce_sum_tensor(t, what):
 def reduce_sum(x):
     """Sum of x over all ranks: a new tensor (detached, same dtype and device) or a number.
 
-    Python ints sum exactly as int64; other numbers (floats, numpy scalars) as float64.
+    Integers (Python's and numpy's) sum exactly as int64 and give an int; other real numbers sum
+    as float64 and give a float.
     """
     if isinstance(x, torch.Tensor):
         return _reduce_sum_tensor(x, "reduce_sum")
-    if isinstance(x, (bool, int)):
+    if isinstance(x, numbers.Integral):
         return int(_reduce_sum_tensor(torch.tensor(int(x), dtype=torch.int64), "reduce_sum").item())
-    if _is_number(x):
+    if isinstance(x, numbers.Real):
         return float(_reduce_sum_tensor(torch.tensor(float(x), dtype=torch.float64),
                                         "reduce_sum").item())
     raise TypeError("weft.torch.utils.reduce_sum: expected a tensor or a number, got %s" %
@@ -223,7 +220,7 @@ def reduce_mean(x):
     if isinstance(x, torch.Tensor):
         t = x if (x.is_floating_point() or x.is_complex()) else x.to(torch.get_default_dtype())
         return _reduce_sum_tensor(t, "reduce_mean").div_(n)
-    if _is_number(x):
+    if isinstance(x, numbers.Real):
         return float(_reduce_sum_tensor(torch.tensor(float(x), dtype=torch.float64),
                                         "reduce_mean").item()) / n
     raise TypeError("weft.torch.utils.reduce_mean: expected a tensor or a number, got %s" %
