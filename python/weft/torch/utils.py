@@ -164,6 +164,7 @@ def print(*args, all=False, **kwargs):  # noqa: A001 -- meant to shadow print in
     """print() on local rank 0 only; with all=True on every rank, each line prefixed `[rank N]`.
 
     Flushes by default, so the lines of several ranks interleave in the order they were printed.
+    (weft-run prefixes every line with its rank too; `weft-run --no-prefix` leaves this one.)
     """
     kwargs.setdefault("flush", True)
     if not all:
