@@ -332,6 +332,12 @@ def check_mismatch_raises(c):
     g.abort()
 
 
+def check_works_released(c):
+    # Every Work above was waited on (or its future taken): none is left referenced.
+    pg = dist.distributed_c10d._get_default_group()
+    assert len(pg._completion.keeper) == 0, len(pg._completion.keeper)
+
+
 def main():
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if os.environ.get("WEFT_TEST_INIT") == "tcp":
