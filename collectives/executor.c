@@ -21,11 +21,16 @@
 #define MAX_WINDOW 64
 /* How long one wait blocks at most, so the inactivity timeout is checked often enough. */
 #define WAIT_SLICE_MS 200
+/* How long one wait blocks at most while device work is pending (fences are polled). */
+#define DEVICE_POLL_MS 1
 
 typedef struct {
   int op; /* schedule index, or -1 for the call description */
   size_t slice;
   xfer_t x;
+  /* Device mode, reducing receives: the reduction was enqueued, and the fence after it. */
+  int reducing;
+  uint64_t ticket;
 } flight_t;
 
 typedef struct {
@@ -46,6 +51,9 @@ static int recv_in_place(const stream_t *st) { return st->conn->ops->post_recv_i
 
 typedef struct {
   size_t nslices, done;
+  /* Device mode, local copies: slices enqueued, and the fence after the last of them. */
+  size_t issued;
+  uint64_t ticket;
 } op_state_t;
 
 typedef struct {
@@ -55,6 +63,8 @@ typedef struct {
   char *bufs[SCHED_NUM_BUFS]; /* base of each sched_buf_t */
   size_t esize, slice_elems;
   int window;
+  int device;       /* the buffers are device memory: reductions and copies go to the queue */
+  int dev_pending;  /* device work enqueued whose fence has not passed yet */
   kern_reduce_fn reduce;
   op_state_t *states;
   stream_t *streams;
@@ -177,7 +187,10 @@ static weft_result_t setup(run_t *r) {
     stream_t *st = &r->streams[i];
     if (!st->ops) goto oom;
     /* Connected first: whether a stream needs staging depends on its transport. */
-    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, &st->conn));
+    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
+    if (r->device && !recv_in_place(st))
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "the %s transport to rank %d cannot lend received "
+                      "device slices in place", st->conn->ops->name, st->peer);
     int known = 0;
     for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
     if (!known) r->conns[r->nconns++] = st->conn;
@@ -198,6 +211,17 @@ static weft_result_t setup(run_t *r) {
   r->hdr_in = p + HDR_BYTES;
   r->token = p + 2 * HDR_BYTES;
   r->bufs[SCHED_SCRATCH] = (char *)p + 2 * HDR_BYTES + 64;
+  if (r->device && scratch_bytes > 0) {
+    /* Partial results of device calls live on the device too. */
+    if (ctx->dev_scratch_bytes < scratch_bytes) {
+      if (ctx->dev_scratch) ctx->dev->ops->release(ctx->dev, ctx->dev_scratch, 0);
+      ctx->dev_scratch = NULL;
+      ctx->dev_scratch_bytes = 0;
+      WEFT_CHECK(ctx->dev->ops->alloc(ctx->dev, scratch_bytes, 0, &ctx->dev_scratch));
+      ctx->dev_scratch_bytes = scratch_bytes;
+    }
+    r->bufs[SCHED_SCRATCH] = ctx->dev_scratch;
+  }
   char *stage = r->bufs[SCHED_SCRATCH] + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
@@ -239,6 +263,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     if (st->hdr_pending) {
       f->op = -1;
       f->slice = 0;
+      f->x.device = 0;
       WEFT_CHECK(st->is_send ? t->post_send(st->conn, r->hdr_out, HDR_BYTES, &f->x)
                              : t->post_recv(st->conn, r->hdr_in, HDR_BYTES, &f->x));
       if (r->ctx->trace)
@@ -256,6 +281,8 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     if (op->dep >= 0 && r->states[op->dep].done <= j) break;
     f->op = oi;
     f->slice = j;
+    f->reducing = 0;
+    f->x.device = r->device && !is_token_kind(op->kind);
     size_t first, n;
     slice_range(r, op, j, &first, &n);
     char *data = buf_base(r, op->buf) + (op->offset + first) * r->esize;
@@ -301,7 +328,62 @@ static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *s
     r->reduce(dst, local, stage, n);
 }
 
+/* Device mode: the same reduction, enqueued on the device queue and fenced. `incoming` is device
+ * memory or pinned host memory the device reads directly (the transport's slot). */
+static weft_result_t reduce_slice_device(run_t *r, flight_t *f) {
+  const sched_op_t *op = &r->s->ops[f->op];
+  size_t first, n;
+  slice_range(r, op, f->slice, &first, &n);
+  char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+  const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+  int avg = op->final && r->desc->op == WEFT_AVG ? r->ctx->nranks : 0;
+  dev_queue_t *q = r->ctx->queue;
+  WEFT_CHECK(q ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_INTERNAL, "device call without a queue"));
+  WEFT_CHECK(r->ctx->dev->ops->reduce(q, dst, NULL, local, f->x.data, n, r->desc->dtype,
+                                      r->desc->op, avg));
+  WEFT_CHECK(r->ctx->dev->ops->fence(q, &f->ticket));
+  f->reducing = 1;
+  r->dev_pending++;
+  return WEFT_SUCCESS;
+}
+
+/* Device mode: enqueues the reductions of every slice that has arrived (they run back to back on
+ * the device while the host goes on), then retires from the head those whose fence has passed. */
+static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
+  for (int k = 0; k < st->count; k++) {
+    flight_t *f = &st->fifo[(st->head + k) % r->window];
+    if (!f->x.complete) break;
+    if (f->op >= 0 && !f->reducing && r->s->ops[f->op].kind == SCHED_RECV_REDUCE) {
+      WEFT_CHECK(reduce_slice_device(r, f));
+      *progressed = 1;
+    }
+  }
+  while (st->count > 0 && st->fifo[st->head].x.complete) {
+    flight_t *f = &st->fifo[st->head];
+    if (f->reducing) {
+      int done = 0;
+      WEFT_CHECK(r->ctx->dev->ops->poll(r->ctx->queue, f->ticket, &done));
+      if (!done) break;
+      f->reducing = 0;
+      r->dev_pending--;
+      WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
+      if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
+    }
+    if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
+    if (f->op < 0) {
+      if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
+    } else {
+      r->states[f->op].done++;
+    }
+    st->head = (st->head + 1) % r->window;
+    st->count--;
+    *progressed = 1;
+  }
+  return WEFT_SUCCESS;
+}
+
 static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
+  if (r->device) return retire_device(r, st, progressed);
   while (st->count > 0 && st->fifo[st->head].x.complete) {
     flight_t *f = &st->fifo[st->head];
     if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
@@ -323,6 +405,40 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
     }
     st->head = (st->head + 1) % r->window;
     st->count--;
+    *progressed = 1;
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Device mode: local copies are enqueued as their sources become ready, one fence per batch; the
+ * slices count as done when it passes. */
+static weft_result_t run_copies_device(run_t *r, int *progressed) {
+  const dev_ops_t *d = r->ctx->dev->ops;
+  for (int k = 0; k < r->ncopies; k++) {
+    int oi = r->copies[k];
+    const sched_op_t *op = &r->s->ops[oi];
+    op_state_t *st = &r->states[oi];
+    if (st->issued > st->done) {
+      int done = 0;
+      WEFT_CHECK(d->poll(r->ctx->queue, st->ticket, &done));
+      if (!done) continue;
+      st->done = st->issued;
+      r->dev_pending--;
+      *progressed = 1;
+    }
+    size_t ready = op->dep < 0 ? st->nslices : r->states[op->dep].done;
+    if (ready > st->nslices) ready = st->nslices;
+    if (st->issued >= ready) continue;
+    size_t first, n, last_first, last_n;
+    slice_range(r, op, st->issued, &first, &n);
+    slice_range(r, op, ready - 1, &last_first, &last_n);
+    size_t elems = last_first + last_n - first;
+    WEFT_CHECK(d->copy(r->ctx->queue, buf_base(r, op->buf) + (op->offset + first) * r->esize,
+                       buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize,
+                       elems * r->esize));
+    WEFT_CHECK(d->fence(r->ctx->queue, &st->ticket));
+    st->issued = ready;
+    r->dev_pending++;
     *progressed = 1;
   }
   return WEFT_SUCCESS;
@@ -395,7 +511,10 @@ static weft_result_t run_loop(run_t *r) {
     for (int i = 0; i < r->nconns; i++)
       WEFT_CHECK(r->conns[i]->ops->progress(r->conns[i], &progressed));
     for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(retire(r, &r->streams[i], &progressed));
-    run_copies(r, &progressed);
+    if (r->device)
+      WEFT_CHECK(run_copies_device(r, &progressed));
+    else
+      run_copies(r, &progressed);
     int64_t now = clock_now_ms();
     if (progressed) {
       last = now;
@@ -403,17 +522,23 @@ static weft_result_t run_loop(run_t *r) {
     }
     if (now - last >= timeout) return stall_error(r, (int)(now - last));
     int left = (int)(timeout - (now - last));
+    /* Fences wake nobody: with device work pending, look again soon. */
+    int slice = r->dev_pending > 0 ? DEVICE_POLL_MS : WAIT_SLICE_MS;
     if (r->ctx->trace) trace_wait_begin(r->ctx->trace);
-    WEFT_CHECK(wait_any(r, left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS));
+    WEFT_CHECK(wait_any(r, left < slice ? left : slice));
     if (r->ctx->trace) trace_wait_end(r->ctx->trace);
   }
   return WEFT_SUCCESS;
 }
 
 weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
-                       const void *sendbuf, void *recvbuf) {
+                       const void *sendbuf, void *recvbuf, int device) {
   run_t r = {0};
   r.ctx = ctx;
+  r.device = device;
+  if (device && !ctx->dev)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "device buffers without a device engine");
+  if (device && !ctx->queue) WEFT_CHECK(ctx->dev->ops->queue_create(ctx->dev, &ctx->queue));
   r.s = s;
   r.desc = desc;
   r.bufs[SCHED_SENDBUF] = (char *)sendbuf;
@@ -427,11 +552,24 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   weft_result_t res = sched_validate(s, ctx->nranks);
   if (res == WEFT_SUCCESS) res = setup(&r);
   if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);
+  /* A failed device call may leave reductions and copies queued that still read the buffers and
+   * the peers' slots: let them finish (bounded) before those go away. */
+  if (res != WEFT_SUCCESS && device && ctx->queue) {
+    char msg[ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err_last());
+    (void)ctx->dev->ops->drain(ctx->queue, ctx->config->timeout_ms);
+    err_set_message(res, msg);
+  }
   run_free(&r);
   return res;
 }
 
 void exec_ctx_release(exec_ctx_t *ctx) {
+  if (ctx->queue) ctx->dev->ops->queue_destroy(ctx->queue);
+  if (ctx->dev_scratch) ctx->dev->ops->release(ctx->dev, ctx->dev_scratch, 0);
+  ctx->queue = NULL;
+  ctx->dev_scratch = NULL;
+  ctx->dev_scratch_bytes = 0;
   free(ctx->scratch);
   ctx->scratch = NULL;
   ctx->scratch_bytes = 0;

@@ -6,7 +6,14 @@
  * WEFT_TIMEOUT_MS of inactivity. Before any data, each rank sends a description of the call (the
  * collective, its sequence number, count, dtype, op, root) to its right ring neighbour and checks
  * the one from its left: ranks that disagree fail with WEFT_ERR_MISMATCH instead of exchanging
- * garbage. */
+ * garbage.
+ *
+ * Device buffers (exec_run's `device`): the same schedule and the same loop; the transports move
+ * device memory themselves (CUDA IPC slots, or pinned staging over TCP), and what the host loop
+ * did on arrival -- reduce into the output, copy locally -- is enqueued on the engine's queue
+ * instead, followed by a fence. A slice counts as done only once its fence has passed, so a
+ * forwarding send never reads a slice the device has not finished writing, and a peer's slot is
+ * released only after the reduction that reads it. */
 #ifndef WEFT_COLLECTIVES_EXECUTOR_H_
 #define WEFT_COLLECTIVES_EXECUTOR_H_
 
@@ -16,6 +23,7 @@
 #include "collectives/schedule.h"
 #include "common/config.h"
 #include "common/trace.h"
+#include "device/device.h"
 #include "include/weft.h"
 #include "transport/transport.h"
 
@@ -39,15 +47,27 @@ typedef struct {
 typedef struct {
   int rank, nranks;
   const weft_config_t *config;
-  weft_result_t (*get_conn)(void *owner, int peer, conn_t **out);
+  /* The connection to `peer` for host buffers (device = 0) or device buffers (device = 1: a
+   * transport that takes xfers with x.device set). */
+  weft_result_t (*get_conn)(void *owner, int peer, int device, conn_t **out);
   void *owner;
   void *scratch;
   size_t scratch_bytes;
   trace_t *trace; /* WEFT_TRACE: every step is recorded here; NULL (and free) when off */
+  /* Device mode: the engine, the queue the executor's reductions and copies run on (created on
+   * first use), and device scratch memory kept like `scratch`. NULL without an engine. */
+  dev_engine_t *dev;
+  dev_queue_t *queue;
+  void *dev_scratch;
+  size_t dev_scratch_bytes;
 } exec_ctx_t;
 
+/* Runs one rank's part of a schedule. With `device` set, sendbuf and recvbuf are device memory:
+ * data moves through device transports, reductions and local copies run on ctx->queue, and the
+ * call returns once all of that work has finished (the caller has already waited for the
+ * buffers' producers). */
 weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
-                       const void *sendbuf, void *recvbuf);
+                       const void *sendbuf, void *recvbuf, int device);
 
 void exec_ctx_release(exec_ctx_t *ctx);
 

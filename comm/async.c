@@ -30,6 +30,10 @@
 struct weft_request {
   weft_call_t call;
   int rank; /* for messages: the issuing communicator may be gone when they are written */
+  /* A call enqueued on a user's stream: nobody waits on the request; the progress thread waits
+   * for the gate's inputs, runs the call, opens the gate and frees the request. */
+  dev_gate_t *gate;
+  const dev_ops_t *gate_ops;
   struct weft_request *next;
   pthread_mutex_t mu;
   pthread_cond_t cv; /* on CLOCK_MONOTONIC, for weft_wait's timeout */
@@ -83,6 +87,28 @@ static weft_result_t request_take(weft_request_t *r) {
   return res;
 }
 
+/* A gated call: inputs first (bounded by WEFT_TIMEOUT_MS), then the call; the gate opens whatever
+ * happened, so the user's stream never stays blocked. A failure marks the communicator failed
+ * (its next call, and weft_comm_get_async_error, report it). */
+static void run_gated(comm_async_t *a, weft_request_t *r) {
+  weft_comm_t *c = a->comm;
+  weft_result_t res = r->gate_ops->gate_wait_inputs(r->gate, c->config.timeout_ms);
+  if (res != WEFT_SUCCESS) {
+    err_context(res, "rank %d: %s (count %zu): waiting for the stream to produce its inputs",
+                c->rank, weft_coll_name(r->call.coll), r->call.count);
+    if (comm_failure(c) == WEFT_SUCCESS) comm_fail(c, res);
+  } else {
+    res = comm_call(c, &r->call);
+    /* comm_call marks the communicator failed for communication errors, not for argument
+     * errors; a gated call has nobody to return those to. */
+    if (res != WEFT_SUCCESS && comm_failure(c) == WEFT_SUCCESS) comm_fail(c, res);
+  }
+  r->gate_ops->gate_open(r->gate);
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cv);
+  free(r);
+}
+
 static void *progress_main(void *arg) {
   comm_async_t *a = arg;
   pthread_mutex_lock(&a->mu);
@@ -94,8 +120,12 @@ static void *progress_main(void *arg) {
     if (!a->head) a->tail = NULL;
     a->busy = 1;
     pthread_mutex_unlock(&a->mu);
-    weft_result_t res = comm_call(a->comm, &r->call);
-    request_complete(r, res, err_last());
+    if (r->gate) {
+      run_gated(a, r);
+    } else {
+      weft_result_t res = comm_call(a->comm, &r->call);
+      request_complete(r, res, err_last());
+    }
     pthread_mutex_lock(&a->mu);
     a->busy = 0;
   }
@@ -164,6 +194,14 @@ void comm_async_stop(weft_comm_t *c, int abortive) {
   while (dropped) {
     weft_request_t *r = dropped;
     dropped = r->next; /* read before completing: the request may be freed right after */
+    if (r->gate) {
+      /* Nobody waits on it: release the user's stream and free it. */
+      r->gate_ops->gate_open(r->gate);
+      pthread_mutex_destroy(&r->mu);
+      pthread_cond_destroy(&r->cv);
+      free(r);
+      continue;
+    }
     char msg[ERR_MSG_MAX];
     snprintf(msg, sizeof msg,
              "rank %d: %s (count %zu): the communicator was aborted before this operation ran "
@@ -176,6 +214,25 @@ void comm_async_stop(weft_comm_t *c, int abortive) {
   pthread_mutex_destroy(&a->mu);
   free(a);
   c->async = NULL;
+}
+
+weft_result_t comm_submit_gated(weft_comm_t *c, const weft_call_t *call, dev_gate_t *gate) {
+  weft_result_t res = c->async ? WEFT_SUCCESS : async_start(c);
+  weft_request_t *r = res == WEFT_SUCCESS ? malloc(sizeof *r) : NULL;
+  if (res == WEFT_SUCCESS && !r)
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", c->rank);
+  if (r && (res = request_init(r, call, c->rank)) != WEFT_SUCCESS) {
+    free(r);
+    r = NULL;
+  }
+  if (!r) {
+    c->dev->ops->gate_open(gate);
+    return res;
+  }
+  r->gate = gate;
+  r->gate_ops = c->dev->ops;
+  enqueue(c->async, r);
+  return WEFT_SUCCESS;
 }
 
 weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req) {

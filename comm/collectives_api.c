@@ -103,9 +103,61 @@ static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call
 }
 
 /* One rank: nothing travels; the output is the input (avg over one rank included). */
-static void run_alone(const weft_call_t *k, const call_shape_t *sh, size_t esize) {
-  if (k->coll != WEFT_COLL_BARRIER && !sh->in_place && k->count)
+static weft_result_t run_alone(weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
+                               size_t esize, int device) {
+  if (k->coll == WEFT_COLL_BARRIER || k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV ||
+      sh->in_place || !k->count)
+    return WEFT_SUCCESS;
+  if (!device) {
     memmove(k->recvbuf, k->sendbuf, k->count * esize);
+    return WEFT_SUCCESS;
+  }
+  exec_ctx_t *x = &c->exec;
+  if (!x->queue) WEFT_CHECK(x->dev->ops->queue_create(x->dev, &x->queue));
+  WEFT_CHECK(x->dev->ops->copy(x->queue, k->recvbuf, k->sendbuf, k->count * esize));
+  return x->dev->ops->drain(x->queue, c->config.timeout_ms);
+}
+
+/* The buffers this rank passes for the call, by role, for the memory-kind check. */
+static const char *kind_name(dev_mem_t k) { return k == DEV_MEM_DEVICE ? "device" : "host"; }
+
+weft_result_t comm_buffers_kind(weft_comm_t *c, const weft_call_t *k, int *device) {
+  *device = 0;
+  if (!c->dev || !k || k->coll == WEFT_COLL_BARRIER || k->count == 0) return WEFT_SUCCESS;
+  call_shape_t sh;
+  size_t esize = weft_dtype_size(k->dtype);
+  if (esize == 0) return WEFT_SUCCESS; /* check_call reports it */
+  shape_of(c, k, esize, &sh);
+  const void *bufs[2] = {sh.needs_send ? k->sendbuf : NULL, sh.needs_recv ? k->recvbuf : NULL};
+  const char *roles[2] = {"sendbuf", "recvbuf"};
+  dev_mem_t kinds[2] = {DEV_MEM_HOST, DEV_MEM_HOST};
+  int devs[2] = {-1, -1};
+  int first = -1;
+  for (int i = 0; i < 2; i++) {
+    if (!bufs[i]) continue;
+    WEFT_CHECK(err_context(c->dev->ops->mem_kind(c->dev, bufs[i], &kinds[i], &devs[i]),
+                           "rank %d: %s: looking up %s", c->rank, weft_coll_name(k->coll),
+                           roles[i]));
+    if (first < 0) {
+      first = i;
+      continue;
+    }
+    if (kinds[i] != kinds[first])
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "rank %d: %s: %s is %s memory but %s is %s memory: pass both on the device "
+                      "(with a stream) or both on the host",
+                      c->rank, weft_coll_name(k->coll), roles[first], kind_name(kinds[first]),
+                      roles[i], kind_name(kinds[i]));
+  }
+  if (first < 0 || kinds[first] != DEV_MEM_DEVICE) return WEFT_SUCCESS;
+  for (int i = 0; i < 2; i++)
+    if (bufs[i] && devs[i] != c->dev->device)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "rank %d: %s: %s is on device %d but this communicator uses device %d (the "
+                      "current device when it was created)",
+                      c->rank, weft_coll_name(k->coll), roles[i], devs[i], c->dev->device);
+  *device = 1;
+  return WEFT_SUCCESS;
 }
 
 /* The sequence number that travels in the call description: collectives count calls on the
@@ -120,12 +172,13 @@ static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
   WEFT_CHECK(check_call(c, k, &sh));
+  int device = 0;
+  WEFT_CHECK(comm_buffers_kind(c, k, &device));
   size_t esize = k->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(k->dtype);
   uint64_t *seq = seq_counter(c, k);
   if (c->nranks == 1) {
-    run_alone(k, &sh, esize);
     (*seq)++;
-    return WEFT_SUCCESS;
+    return run_alone(c, k, &sh, esize, device);
   }
   double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh.recv_count : sh.send_count) *
                  (double)esize;
@@ -143,7 +196,7 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   res = algo->build(&s, &args);
-  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf);
+  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
@@ -160,14 +213,43 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   return comm_fail(c, res);
 }
 
+/* With a stream, the call is checked here (so argument errors come back at once), then enqueued:
+ * the user's stream waits for it, and the progress thread runs it once the stream's earlier work
+ * has produced the inputs. Without one it runs before returning, device buffers included. */
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream) {
   if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
-  if (stream)
+  if (!stream) return comm_submit(comm, call);
+  const char *name = call ? weft_coll_name(call->coll) : "call";
+  if (!comm->dev)
     return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
-                    "rank %d: %s: a stream was given but this build handles host buffers only "
-                    "(pass NULL)",
-                    comm->rank, call ? weft_coll_name(call->coll) : "call");
-  return comm_submit(comm, call);
+                    "rank %d: %s: a stream was given but this communicator has no device engine "
+                    "(%s; WEFT_DEVICE=%s): pass NULL with host buffers",
+                    comm->rank, name,
+                    (weft_build_features() & WEFT_FEATURE_CUDA) ? "no CUDA device was found"
+                                                                 : "this build has no CUDA",
+                    comm->config.device);
+  call_shape_t sh;
+  int device = 0;
+  WEFT_CHECK(check_call(comm, call, &sh));
+  WEFT_CHECK(comm_buffers_kind(comm, call, &device));
+  if (!device && call->coll != WEFT_COLL_BARRIER && call->count > 0)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: a stream was given with host buffers: pass device buffers, or "
+                    "NULL as the stream",
+                    comm->rank, name);
+  dev_gate_t *gate;
+  WEFT_CHECK(err_context(comm->dev->ops->gate_enter(comm->dev, stream, &gate),
+                         "rank %d: %s: entering the stream", comm->rank, name));
+  return comm_submit_gated(comm, call, gate);
+}
+
+weft_result_t weft_comm_get_async_error(weft_comm_t *comm, weft_result_t *async_error) {
+  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
+  if (!async_error)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: async_error is NULL", comm->rank);
+  *async_error = comm_failure(comm);
+  if (*async_error != WEFT_SUCCESS) (void)comm_check_usable(comm);
+  return WEFT_SUCCESS;
 }
 
 weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,

@@ -9,6 +9,7 @@
 #include "bootstrap/rendezvous.h"
 #include "common/net.h"
 #include "common/trace.h"
+#include "transport/staged.h"
 
 weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   weft_comm_t *c = calloc(1, sizeof *c);
@@ -20,8 +21,10 @@ weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   c->conns = calloc((size_t)nranks, sizeof *c->conns);
   c->sent_to = calloc((size_t)nranks, sizeof *c->sent_to);
   c->recv_from = calloc((size_t)nranks, sizeof *c->recv_from);
-  if (!c->conns || !c->sent_to || !c->recv_from) {
+  c->dev_conns = calloc((size_t)nranks, sizeof *c->dev_conns);
+  if (!c->conns || !c->sent_to || !c->recv_from || !c->dev_conns) {
     free(c->conns);
+    free(c->dev_conns);
     free(c->node_of);
   free(c->sent_to);
     free(c->recv_from);
@@ -34,6 +37,9 @@ weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
 
 void comm_free(weft_comm_t *c, int abortive) {
   if (!c) return;
+  /* Device connections first: a staged one wraps the host connection closed below. */
+  for (int p = 0; p < c->nranks; p++)
+    if (c->dev_conns[p]) c->dev_conns[p]->ops->close(c->dev_conns[p], abortive);
   for (int p = 0; p < c->nranks; p++)
     if (c->conns[p]) c->conns[p]->ops->close(c->conns[p], abortive);
   for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
@@ -43,7 +49,10 @@ void comm_free(weft_comm_t *c, int abortive) {
     free(c->peer_addrs[k]);
   }
   exec_ctx_release(&c->exec);
+  dev_engine_close(c->dev);
   free(c->via);
+  free(c->via_dev);
+  free(c->dev_conns);
   free(c->node_of);
   free(c->conns);
   free(c->sent_to);
@@ -51,8 +60,24 @@ void comm_free(weft_comm_t *c, int abortive) {
   free(c);
 }
 
-weft_result_t comm_get_conn(void *owner, int peer, conn_t **out) {
+weft_result_t comm_get_conn(void *owner, int peer, int device, conn_t **out) {
   weft_comm_t *c = owner;
+  if (device) {
+    if (!c->dev_conns[peer]) {
+      if (c->via_dev[peer] == COMM_CUDA_IPC) {
+        transport_t *t = c->transports[COMM_CUDA_IPC];
+        WEFT_CHECK(t->ops->connect(t, peer,
+                                   c->peer_addrs[COMM_CUDA_IPC] + (size_t)peer * t->ops->addr_size,
+                                   &c->dev_conns[peer]));
+      } else {
+        conn_t *host;
+        WEFT_CHECK(comm_get_conn(c, peer, 0, &host));
+        WEFT_CHECK(staged_wrap(host, c->dev, &c->config, &c->dev_conns[peer]));
+      }
+    }
+    *out = c->dev_conns[peer];
+    return WEFT_SUCCESS;
+  }
   if (!c->conns[peer]) {
     transport_t *t = c->transports[c->via[peer]];
     WEFT_CHECK(t->ops->connect(
@@ -62,9 +87,20 @@ weft_result_t comm_get_conn(void *owner, int peer, conn_t **out) {
   return WEFT_SUCCESS;
 }
 
+/* `failed` is read by other threads (weft_call on a stream checks it while the progress thread
+ * runs earlier calls): the message is written first and published by the release store. */
+weft_result_t comm_failure(const weft_comm_t *c) {
+  return (weft_result_t)__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+}
+
 weft_result_t comm_fail(weft_comm_t *c, weft_result_t res) {
-  c->failed = res;
   snprintf(c->failed_msg, sizeof c->failed_msg, "%s", err_last());
+  __atomic_store_n(&c->failed, res, __ATOMIC_RELEASE);
+  for (int p = 0; p < c->nranks; p++) {
+    if (!c->dev_conns[p]) continue;
+    c->dev_conns[p]->ops->close(c->dev_conns[p], 1);
+    c->dev_conns[p] = NULL;
+  }
   for (int p = 0; p < c->nranks; p++) {
     if (!c->conns[p]) continue;
     c->conns[p]->ops->close(c->conns[p], 1);
@@ -75,7 +111,7 @@ weft_result_t comm_fail(weft_comm_t *c, weft_result_t res) {
 
 weft_result_t comm_check_usable(const weft_comm_t *c) {
   if (!c) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
-  if (c->failed != WEFT_SUCCESS)
+  if (comm_failure(c) != WEFT_SUCCESS)
     return WEFT_ERR(WEFT_ERR_COMM_FAILED,
                     "rank %d: the communicator failed earlier and cannot be used (destroy or "
                     "abort it): %s",
@@ -110,13 +146,19 @@ static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
   c->local_size = local_size;
 }
 
-/* Indexed by COMM_TCP, COMM_SHM: where each transport's blob sits in boot_record_t. */
-static const transport_ops_t *const kinds[BOOT_NTRANSPORTS] = {&tcp_transport_ops,
-                                                               &shm_transport_ops};
+/* Indexed by COMM_TCP, COMM_SHM, COMM_CUDA_IPC: where each transport's blob sits in
+ * boot_record_t. */
+static const transport_ops_t *const kinds[BOOT_NTRANSPORTS] = {
+    &tcp_transport_ops, &shm_transport_ops, &cuda_ipc_transport_ops};
 
 const char *comm_transport_name(const weft_comm_t *c, int peer) {
   if (!c || peer < 0 || peer >= c->nranks || !c->conns[peer]) return NULL;
   return c->conns[peer]->ops->name;
+}
+
+const char *comm_device_transport_name(const weft_comm_t *c, int peer) {
+  if (!c || peer < 0 || peer >= c->nranks || !c->dev_conns[peer]) return NULL;
+  return c->dev_conns[peer]->ops->name;
 }
 
 /* WEFT_TRANSPORT: auto creates both (shm is optional: a host without usable /dev/shm falls back
@@ -132,10 +174,15 @@ static weft_result_t transport_mode(const weft_comm_t *c, int *want_tcp, int *wa
 }
 
 weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
-  transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise};
+  /* The device engine first: it decides whether there is a CUDA IPC transport to create. */
+  if (!c->dev && strcmp(c->config.device, "none") != 0)
+    WEFT_CHECK(err_context(dev_engine_open(c->config.device, &c->dev), "rank %d", c->rank));
+  transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise, c->dev};
   int want[BOOT_NTRANSPORTS];
   memset(mine, 0, sizeof *mine);
   WEFT_CHECK(transport_mode(c, &want[COMM_TCP], &want[COMM_SHM]));
+  /* Device buffers between ranks of one host go by CUDA IPC wherever shared memory may be used. */
+  want[COMM_CUDA_IPC] = c->dev && want[COMM_SHM];
   for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
     const transport_ops_t *t = kinds[k];
     if (!want[k]) continue;
@@ -143,6 +190,13 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
       return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: %s address of %zu bytes does not fit a record",
                       c->rank, t->name, t->addr_size);
     weft_result_t res = t->create(&tp, &c->transports[k]);
+    if (res != WEFT_SUCCESS && k == COMM_CUDA_IPC) {
+      /* Device buffers then go staged over the host connection. */
+      if (c->config.debug >= 1)
+        fprintf(stderr, "weft rank %d: no CUDA IPC, device buffers go staged: %s\n", c->rank,
+                err_last());
+      continue;
+    }
     if (res != WEFT_SUCCESS && k == COMM_SHM && want[COMM_TCP]) {
       /* auto: peers see our all-zero shm blob and use tcp with us. */
       if (c->config.debug >= 1)
@@ -167,12 +221,16 @@ static int blob_present(const unsigned char *blob, size_t n) {
  * an error naming both hosts. Then shm maps the doorbells of its peers. */
 static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all) {
   const size_t shm_size = shm_transport_ops.addr_size;
+  const size_t ipc_size = cuda_ipc_transport_ops.addr_size;
   int *peers = malloc(sizeof(int) * (size_t)c->nranks);
   const void **blobs = malloc(sizeof(void *) * (size_t)c->nranks);
+  int *ipc_peers = malloc(sizeof(int) * (size_t)c->nranks);
+  const void **ipc_blobs = malloc(sizeof(void *) * (size_t)c->nranks);
   c->via = calloc((size_t)c->nranks, 1);
+  c->via_dev = calloc((size_t)c->nranks, 1);
   weft_result_t res = WEFT_SUCCESS;
-  int n = 0;
-  if (!peers || !blobs || !c->via) {
+  int n = 0, nipc = 0;
+  if (!peers || !blobs || !ipc_peers || !ipc_blobs || !c->via || !c->via_dev) {
     res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
     goto done;
   }
@@ -193,12 +251,24 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
     } else {
       c->via[r] = COMM_TCP;
     }
+    c->via_dev[r] = c->via[r];
+    if (same_host && c->transports[COMM_CUDA_IPC] &&
+        blob_present(all[r].addr[COMM_CUDA_IPC], ipc_size)) {
+      c->via_dev[r] = COMM_CUDA_IPC;
+      ipc_blobs[nipc] = all[r].addr[COMM_CUDA_IPC];
+      ipc_peers[nipc++] = r;
+    }
   }
   if (c->transports[COMM_SHM])
     res = c->transports[COMM_SHM]->ops->attach_peers(c->transports[COMM_SHM], peers, blobs, n);
+  transport_t *ipc = c->transports[COMM_CUDA_IPC];
+  if (res == WEFT_SUCCESS && ipc && ipc->ops->attach_peers)
+    res = ipc->ops->attach_peers(ipc, ipc_peers, ipc_blobs, nipc);
 done:
   free(peers);
   free(blobs);
+  free(ipc_peers);
+  free(ipc_blobs);
   return res;
 }
 
@@ -226,15 +296,15 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   WEFT_CHECK(map_nodes(c, all));
   WEFT_CHECK(choose_transports(c, all));
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
-                         .get_conn = comm_get_conn, .owner = c};
+                         .get_conn = comm_get_conn, .owner = c, .dev = c->dev};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first
    * collective. Other peers connect on first use. */
   if (c->nranks > 1) {
     conn_t *unused;
     int right = (c->rank + 1) % c->nranks, left = (c->rank - 1 + c->nranks) % c->nranks;
     int first = right < left ? right : left, second = right < left ? left : right;
-    WEFT_CHECK(comm_get_conn(c, first, &unused));
-    WEFT_CHECK(comm_get_conn(c, second, &unused));
+    WEFT_CHECK(comm_get_conn(c, first, 0, &unused));
+    WEFT_CHECK(comm_get_conn(c, second, 0, &unused));
   }
   /* Every rank published its address after it started listening, so all peers listen now. */
   for (int k = 0; k < BOOT_NTRANSPORTS; k++)

@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/net.h"
+#include "device/device.h"
 #include "include/weft.h"
 #include "transport/transport.h"
 
@@ -26,6 +27,11 @@ struct weft_comm {
   unsigned char *peer_addrs[BOOT_NTRANSPORTS]; /* nranks address blobs, addr_size each */
   unsigned char *via;        /* per peer: the transport that carries it (WEFT_TRANSPORT) */
   conn_t **conns;            /* per peer, NULL until first used */
+  /* Device buffers (device/device.h): the engine (NULL: host buffers only), and per peer the
+   * connection that carries them: cuda_ipc on this host, else staged over the host connection. */
+  dev_engine_t *dev;
+  unsigned char *via_dev; /* per peer: COMM_CUDA_IPC, or COMM_TCP/COMM_SHM for staged over it */
+  conn_t **dev_conns;     /* per peer, NULL until first used */
   exec_ctx_t exec;
   uint64_t seq; /* collectives called so far; travels in every call description */
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
@@ -40,11 +46,13 @@ struct weft_comm {
 
 typedef struct comm_async comm_async_t;
 
-enum { COMM_TCP = 0, COMM_SHM = 1 };
+enum { COMM_TCP = 0, COMM_SHM = 1, COMM_CUDA_IPC = 2 };
 
 /* Name of the transport whose connection carries this rank's traffic with `peer` ("tcp",
  * "shm"), or NULL while not connected (introspection for WEFT_DEBUG and tests). */
 const char *comm_transport_name(const weft_comm_t *comm, int peer);
+/* The same for device buffers ("cuda_ipc", "staged"), NULL until a device call connected it. */
+const char *comm_device_transport_name(const weft_comm_t *comm, int peer);
 
 /* Creation steps shared by init (records exchanged through the bootstrap store) and split
  * (through the parent communicator). comm_alloc: a communicator with nothing set up; comm_free:
@@ -64,8 +72,8 @@ weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int meas
  * failing the operations not yet started with WEFT_ERR_ABORTED. */
 void comm_async_stop(weft_comm_t *comm, int abortive);
 
-/* The connection to `peer`, set up on first use (executor callback). */
-weft_result_t comm_get_conn(void *comm, int peer, conn_t **out);
+/* The connection to `peer` for host or device buffers, set up on first use (executor callback). */
+weft_result_t comm_get_conn(void *comm, int peer, int device, conn_t **out);
 
 /* Records the current thread's error as the communicator's failure and resets its connections so
  * that peers blocked on this rank fail promptly instead of waiting for their timeout. */
@@ -77,12 +85,25 @@ weft_result_t cost_model_init(weft_comm_t *comm);
 weft_result_t cost_model_measure(weft_comm_t *comm);
 weft_result_t cost_model_load(const char *path, cost_model_t *m);
 
-/* Runs one operation now, on the calling thread (collectives_api.c). */
+/* Runs one operation now, on the calling thread (collectives_api.c). Device buffers are detected
+ * here; the call returns once the device work it enqueued has finished. */
 weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
+
+/* Where the buffers of `call` live (device memory when *device), checked for mixing; host
+ * without an engine. */
+weft_result_t comm_buffers_kind(weft_comm_t *comm, const weft_call_t *call, int *device);
+
+/* Runs one device operation on the progress thread after everything issued before it, behind
+ * `gate`: it waits for the gate's inputs, runs, and opens the gate whatever the outcome (a
+ * failure marks the communicator failed; weft_comm_get_async_error reports it). Returns at once. */
+weft_result_t comm_submit_gated(weft_comm_t *comm, const weft_call_t *call, dev_gate_t *gate);
 
 /* Runs one operation after every operation issued before it on this communicator, blocking
  * until it completes (async.c: inline when nothing is queued). */
 weft_result_t comm_submit(weft_comm_t *comm, const weft_call_t *call);
+
+/* The communicator's failure (WEFT_SUCCESS while healthy); safe from any thread. */
+weft_result_t comm_failure(const weft_comm_t *comm);
 
 /* WEFT_ERR_COMM_FAILED with the original message if the communicator failed earlier. */
 weft_result_t comm_check_usable(const weft_comm_t *comm);

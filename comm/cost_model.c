@@ -59,7 +59,7 @@ static weft_result_t time_ring_shift(weft_comm_t *c, char *buf, size_t bytes, in
       res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "cost measurement: out of memory");
     coll_desc_t d = {WEFT_COLL_BARRIER, WEFT_ALGO_RING, 0, bytes, WEFT_UINT8, WEFT_SUM, -1};
     int64_t start = clock_now_ns();
-    if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, buf, buf + bytes);
+    if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, buf, buf + bytes, 0);
     double t = (double)(clock_now_ns() - start) / 1e9;
     if (i >= 0 && (*seconds == 0 || t < *seconds)) *seconds = t;
     sched_free(&s);

@@ -52,6 +52,9 @@ static const knob_t knobs[] = {
     /* 8 slots hold two windows of the default 4 slices in flight: the sender rarely waits. */
     {"WEFT_SHM_SLOTS", "8", KNOB_INT, 1, 1024, KNOB_AT(shm_slots),
      "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection"},
+    {"WEFT_DEVICE", "auto", STRING_KNOB(device),
+     "device engine for device buffers: auto (CUDA where built in and a GPU is present, else "
+     "host buffers only), cuda, emulated (host memory standing in for a GPU, for tests), none"},
     {"WEFT_TRACE", "", STRING_KNOB(trace),
      "write a Chrome trace of every step: rank N writes PATH.rankN.json (weft-run merges them)"},
     /* 72 bytes an event: the default caps a rank's trace buffer near 72 MB. */

@@ -11,8 +11,20 @@
  * independent. weft_last_error() is per thread.
  *
  * Buffers: `sendbuf` and `recvbuf` may be equal (in place). Counts are in elements of `dtype`.
- * Streams: every collective takes a weft_stream_t as its last argument, like NCCL's cudaStream_t.
- * Host buffers pass NULL; the call then returns when the operation is complete.
+ *
+ * Streams and device buffers: every collective takes a weft_stream_t as its last argument, like
+ * NCCL's cudaStream_t. Host buffers pass NULL; the call returns when the operation is complete.
+ * Device buffers (memory of the device that was current when the communicator was created) may
+ * pass a stream: the call is checked, enqueued on the stream and returns at once; the operation
+ * starts once the stream's earlier work is done, and the stream's later work waits for it, so
+ * completion is observed by synchronizing the stream (cudaStreamSynchronize). Device buffers with
+ * a NULL stream run before the call returns (the caller must have finished producing them).
+ * Buffers of one call are either all host or all device memory: mixing them is
+ * WEFT_ERR_INVALID_ARGUMENT, and so are host buffers with a stream. Failures of enqueued
+ * operations cannot be returned by the call that enqueued them: they mark the communicator
+ * failed, so the next call returns WEFT_ERR_COMM_FAILED with the message, and
+ * weft_comm_get_async_error() reports them without making a call (NCCL's ncclCommGetAsyncError).
+ * The device engine is chosen by WEFT_DEVICE (README.md).
  */
 #ifndef WEFT_H_
 #define WEFT_H_
@@ -159,6 +171,10 @@ weft_result_t weft_comm_size(const weft_comm_t *comm, int *size);
 /* The rank among the ranks on this host, and how many ranks this host has. */
 weft_result_t weft_comm_local_rank(const weft_comm_t *comm, int *local_rank);
 weft_result_t weft_comm_local_size(const weft_comm_t *comm, int *local_size);
+
+/* *async_error = WEFT_SUCCESS while the communicator is healthy, else the failure of an earlier
+ * operation (enqueued ones included), whose message weft_last_error() then returns. */
+weft_result_t weft_comm_get_async_error(weft_comm_t *comm, weft_result_t *async_error);
 
 /* ---- Collectives ------------------------------------------------------------------------- */
 

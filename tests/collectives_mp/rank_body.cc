@@ -62,7 +62,8 @@ std::string check_broadcast(weft_comm_t* comm, weft_dtype_t d, int root, size_t 
 }
 
 std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, weft_dtype_t d,
-                       weft_op_t op, size_t count, bool in_place, int root) {
+                       weft_op_t op, size_t count, bool in_place, int root,
+                       const CallRunner* runner) {
   int rank, n;
   weft_comm_rank(comm, &rank);
   weft_comm_size(comm, &n);
@@ -106,7 +107,8 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   // Non-root ranks of a reduce may pass no output at all.
   if (coll == WEFT_COLL_REDUCE && rank != root && !in_place) recv = nullptr;
   weft_call_t k = {coll, send, recv, count, d, op, root, algo};
-  weft_result_t r = weft_call(&k, comm, nullptr);
+  weft_result_t r = runner ? (*runner)(comm, k, {{a.data(), a.size()}, {b.data(), b.size()}})
+                           : weft_call(&k, comm, nullptr);
   std::string what = std::string(weft_coll_name(coll)) + "/" + weft_algo_name(algo) + " " +
                      weft_dtype_name(d) + " " + (reducing ? weft_op_name(op) : "") + " count " +
                      std::to_string(count) + (in_place ? " in place" : "") + " root " +

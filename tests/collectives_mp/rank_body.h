@@ -2,7 +2,9 @@
 #ifndef WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
 #define WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -23,9 +25,17 @@ std::string check_broadcast(weft_comm_t* comm, weft_dtype_t d, int root, size_t 
 
 
 
+// Runs a call whose buffers lie inside `regions` (host memory, filled with the inputs); on
+// return the regions must hold what the call wrote. The default runs weft_call(call, comm,
+// NULL); device tests mirror the regions in device memory around a call on a stream.
+using Region = std::pair<char*, size_t>;
+using CallRunner =
+    std::function<weft_result_t(weft_comm_t* comm, weft_call_t call, std::vector<Region> regions)>;
+
 // Any collective through weft_call with a forced algorithm, checked exactly (patterns.h):
 // all_reduce, reduce (root checked), broadcast, all_gather and reduce_scatter (NCCL's in-place
 // layouts when in_place), barrier.
 std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, weft_dtype_t d,
-                       weft_op_t op, size_t count, bool in_place, int root);
+                       weft_op_t op, size_t count, bool in_place, int root,
+                       const CallRunner* runner = nullptr);
 #endif  // WEFT_TESTS_COLLECTIVES_MP_RANK_BODY_H_
