@@ -1,0 +1,366 @@
+// device_mp_test.cc -- collectives on device buffers, enqueued on streams, across real processes.
+//
+// The device is the emulated engine (WEFT_DEVICE=emulated, device/device.h): host memory standing
+// in for a GPU, with device work finishing asynchronously on worker threads. So what runs here is
+// everything of the device path except the CUDA calls: memory-kind checks, stream gates, the
+// executor's device mode (reductions and copies on the device queue behind fences), the CUDA IPC
+// transport between ranks of this host (its IPC handles are memory file descriptors) and pinned
+// staging over TCP (WEFT_TRANSPORT=tcp). The same tests run against CUDA with WEFT_DEVICE=cuda.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/collectives_mp/rank_body.h"
+#include "tests/harness/mp_harness.h"
+
+extern "C" {
+#include "comm/comm.h"
+#include "device/device.h"
+}
+
+namespace {
+
+const int kTimeoutMs = 20000;
+
+// Which engine the ranks use: emulated unless the environment names another (a GPU run).
+const char* engine_name() {
+  const char* e = getenv("WEFT_TEST_DEVICE");
+  return e && *e ? e : "emulated";
+}
+
+// One rank's device: its own engine (as an application has its own CUDA runtime next to weft's),
+// a queue for uploads and downloads, and a stream the collectives are enqueued on.
+struct Device {
+  dev_engine_t* e = nullptr;
+  dev_queue_t* q = nullptr;
+  void* stream = nullptr;
+  std::string open() {
+    setenv("WEFT_DEVICE", engine_name(), 1);
+    if (dev_engine_open(engine_name(), &e) != WEFT_SUCCESS || !e)
+      return std::string("engine ") + engine_name() + ": " + weft_last_error();
+    if (e->ops->queue_create(e, &q) != WEFT_SUCCESS) return weft_last_error();
+    if (e->ops->stream_create(e, &stream) != WEFT_SUCCESS) return weft_last_error();
+    return "";
+  }
+  ~Device() {
+    if (!e) return;
+    if (stream) e->ops->stream_destroy(e, stream);
+    if (q) e->ops->queue_destroy(q);
+    dev_engine_close(e);
+  }
+  weft_result_t upload(void* dst, const void* src, size_t n) {
+    weft_result_t r = e->ops->copy(q, dst, src, n);
+    return r != WEFT_SUCCESS ? r : e->ops->drain(q, kTimeoutMs);
+  }
+  // Mirrors each host region in device memory, runs the call on the stream with the pointers
+  // moved into the mirrors, synchronizes the stream and copies the regions back.
+  weft_result_t run(weft_comm_t* comm, weft_call_t k, const std::vector<Region>& regions) {
+    std::vector<char*> mirror(regions.size(), nullptr);
+    weft_result_t r = WEFT_SUCCESS;
+    for (size_t i = 0; i < regions.size() && r == WEFT_SUCCESS; i++) {
+      void* p = nullptr;
+      r = e->ops->alloc(e, regions[i].second, 0, &p);
+      mirror[i] = static_cast<char*>(p);
+      if (r == WEFT_SUCCESS) r = upload(mirror[i], regions[i].first, regions[i].second);
+    }
+    auto move = [&](const void* p) -> char* {
+      for (size_t i = 0; i < regions.size(); i++) {
+        const char* base = regions[i].first;
+        if (p >= base && p < base + regions[i].second) return mirror[i] + ((const char*)p - base);
+      }
+      return nullptr;  // NULL stays NULL (a non-root's reduce output)
+    };
+    k.sendbuf = move(k.sendbuf);
+    k.recvbuf = move(k.recvbuf);
+    if (r == WEFT_SUCCESS) r = weft_call(&k, comm, stream);
+    if (r == WEFT_SUCCESS) {
+      r = e->ops->stream_sync(e, stream, kTimeoutMs);
+      weft_result_t async_err = WEFT_SUCCESS;
+      if (r == WEFT_SUCCESS) r = weft_comm_get_async_error(comm, &async_err);
+      if (r == WEFT_SUCCESS) r = async_err;
+    }
+    for (size_t i = 0; i < regions.size() && r == WEFT_SUCCESS; i++)
+      r = upload(regions[i].first, mirror[i], regions[i].second);
+    for (char* m : mirror)
+      if (m) e->ops->release(e, m, 0);
+    return r;
+  }
+};
+
+const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST, WEFT_COLL_REDUCE,
+                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
+
+bool reduces(weft_coll_t c) {
+  return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
+}
+
+// Every collective x algorithm x dtype x op, counts 0, 1, 3, 1000, in place and not, on device
+// buffers enqueued on a stream, checked exactly against the host patterns.
+std::string matrix_body(int rank, int n, int port, const char* transport) {
+  setenv("WEFT_TRANSPORT", transport, 1);
+  setenv("WEFT_TIMEOUT_MS", "10000", 1);
+  Device dev;
+  std::string err = dev.open();
+  if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
+  weft_comm_t* comm;
+  err = join(rank, n, port, &comm);
+  if (!err.empty()) return err;
+  CallRunner runner = [&](weft_comm_t* c, weft_call_t k, std::vector<Region> regions) {
+    return dev.run(c, k, regions);
+  };
+  for (weft_coll_t coll : kColls)
+    for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
+      weft_algo_t algo = (weft_algo_t)a;
+      if (!weft_algo_supported(coll, algo)) continue;
+      for (size_t count : {0, 1, 3, 1000})
+        for (int d = 0; d < WEFT_NUM_DTYPES; d++)
+          for (int op = 0; op < (reduces(coll) ? WEFT_NUM_OPS : 1); op++)
+            for (bool in_place : {false, true}) {
+              // Fewer cases at larger counts: every dtype and op still meets every algorithm.
+              if (count == 1000 && (d + op + (in_place ? 1 : 0)) % 3 != 0) continue;
+              int root = (int)((count + (size_t)d + (size_t)op) % (size_t)n);
+              err = check_call(comm, coll, algo, (weft_dtype_t)d, (weft_op_t)op, count, in_place,
+                               root, &runner);
+              if (!err.empty()) return err;
+              if (coll == WEFT_COLL_BARRIER) break;
+            }
+    }
+  // Device buffers went by CUDA IPC within the host, staged when TCP was forced.
+  const char* want = strcmp(transport, "tcp") == 0 ? "staged" : "cuda_ipc";
+  const char* got = n > 1 ? comm_device_transport_name(comm, (rank + 1) % n) : want;
+  if (!got || strcmp(got, want) != 0)
+    return "rank " + std::to_string(rank) + ": device transport to the right neighbour is " +
+           (got ? got : "(none)") + ", expected " + want;
+  weft_comm_destroy(comm);
+  return "";
+}
+
+class DeviceMatrix : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceMatrix, OverCudaIpcWithinTheHost) {
+  auto results = mp_run(
+      GetParam(), [](int rank, int n, int port) { return matrix_body(rank, n, port, "auto"); },
+      300000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+TEST_P(DeviceMatrix, StagedOverTcp) {
+  auto results = mp_run(
+      GetParam(), [](int rank, int n, int port) { return matrix_body(rank, n, port, "tcp"); },
+      300000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, DeviceMatrix, ::testing::Values(1, 2, 3, 4));
+
+// Many slices in flight per step: 1 Mi floats through ring, double tree and Rabenseifner.
+TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
+  for (const char* transport : {"auto", "tcp"}) {
+    auto results = mp_run(
+        4,
+        [transport](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          Device dev;
+          std::string err = dev.open();
+          if (!err.empty()) return err;
+          weft_comm_t* comm;
+          err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          CallRunner runner = [&](weft_comm_t* c, weft_call_t k, std::vector<Region> regions) {
+            return dev.run(c, k, regions);
+          };
+          for (weft_algo_t algo :
+               {WEFT_ALGO_RING, WEFT_ALGO_DOUBLE_TREE, WEFT_ALGO_RABENSEIFNER}) {
+            err = check_call(comm, WEFT_COLL_ALL_REDUCE, algo, WEFT_FLOAT32, WEFT_SUM,
+                             (1 << 20) + 3, false, 0, &runner);
+            if (err.empty())
+              err = check_call(comm, WEFT_COLL_ALL_REDUCE, algo, WEFT_BFLOAT16, WEFT_AVG,
+                               (1 << 18) + 1, true, 0, &runner);
+            if (!err.empty()) return std::string(transport) + ": " + err;
+          }
+          weft_comm_destroy(comm);
+          return "";
+        },
+        300000);
+    EXPECT_EQ(mp_summary(results), "") << transport;
+  }
+}
+
+// The call is enqueued and returns at once: rank 1 joins the collective 400 ms late, rank 0's call
+// returns long before that, and its stream delivers the result once rank 1 has joined.
+TEST(DeviceStream, CallReturnsBeforeTheOperationCompletes) {
+  auto results = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        Device dev;
+        std::string err = dev.open();
+        if (!err.empty()) return err;
+        weft_comm_t* comm;
+        err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        const size_t count = 4096;
+        std::vector<float> host(count, (float)(rank + 1)), out(count, 0);
+        void *buf = nullptr;
+        if (dev.e->ops->alloc(dev.e, count * sizeof(float), 0, &buf) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (dev.upload(buf, host.data(), count * sizeof(float)) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (rank == 1) usleep(400 * 1000);
+        auto t0 = std::chrono::steady_clock::now();
+        if (weft_all_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream) !=
+            WEFT_SUCCESS)
+          return std::string("all_reduce: ") + weft_last_error();
+        double call_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0).count();
+        if (rank == 0 && call_ms > 200)
+          return "rank 0: enqueueing took " + std::to_string(call_ms) +
+                 " ms: the call waited for the operation";
+        if (dev.e->ops->stream_sync(dev.e, dev.stream, kTimeoutMs) != WEFT_SUCCESS)
+          return std::string("stream_sync: ") + weft_last_error();
+        double total_ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - t0).count();
+        if (rank == 0 && total_ms < 300)
+          return "rank 0: the stream finished after " + std::to_string(total_ms) +
+                 " ms, before rank 1 joined";
+        if (dev.upload(out.data(), buf, count * sizeof(float)) != WEFT_SUCCESS)
+          return weft_last_error();
+        for (size_t i = 0; i < count; i++)
+          if (out[i] != 3.0f) return "element " + std::to_string(i) + " = " + std::to_string(out[i]);
+        // Blocking host calls and async requests queue behind enqueued device calls.
+        if (weft_barrier(comm, nullptr) != WEFT_SUCCESS) return weft_last_error();
+        dev.e->ops->release(dev.e, buf, 0);
+        weft_comm_destroy(comm);
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// Device buffers with a NULL stream run before the call returns; send and recv work too.
+TEST(DeviceStream, NullStreamAndPointToPoint) {
+  auto results = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        Device dev;
+        std::string err = dev.open();
+        if (!err.empty()) return err;
+        weft_comm_t* comm;
+        err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        const size_t count = 100003;
+        std::vector<int32_t> host(count), out(count, 0);
+        for (size_t i = 0; i < count; i++) host[i] = (int32_t)(i * 7 + (size_t)rank);
+        void* buf = nullptr;
+        if (dev.e->ops->alloc(dev.e, count * 4, 0, &buf) != WEFT_SUCCESS) return weft_last_error();
+        if (dev.upload(buf, host.data(), count * 4) != WEFT_SUCCESS) return weft_last_error();
+        if (weft_all_reduce(buf, buf, count, WEFT_INT32, WEFT_MAX, comm, nullptr) != WEFT_SUCCESS)
+          return std::string("all_reduce: ") + weft_last_error();
+        if (dev.upload(out.data(), buf, count * 4) != WEFT_SUCCESS) return weft_last_error();
+        for (size_t i = 0; i < count; i++)
+          if (out[i] != (int32_t)(i * 7 + 1)) return "max element " + std::to_string(i);
+        weft_result_t r = rank == 0 ? weft_send(buf, count, WEFT_INT32, 1, comm, dev.stream)
+                                    : weft_recv(buf, count, WEFT_INT32, 0, comm, dev.stream);
+        if (r != WEFT_SUCCESS) return std::string("p2p: ") + weft_last_error();
+        if (dev.e->ops->stream_sync(dev.e, dev.stream, kTimeoutMs) != WEFT_SUCCESS)
+          return weft_last_error();
+        dev.e->ops->release(dev.e, buf, 0);
+        weft_comm_destroy(comm);
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// Mixed host and device buffers, and host buffers with a stream, are refused with a message
+// that says what to pass; a communicator without an engine refuses streams.
+TEST(DeviceErrors, MixedBuffersAndStreamsAreRefused) {
+  auto results = mp_run(
+      1,
+      [](int rank, int n, int port) -> std::string {
+        Device dev;
+        std::string err = dev.open();
+        if (!err.empty()) return err;
+        weft_comm_t* comm;
+        err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        float host[4] = {1, 2, 3, 4};
+        void* buf = nullptr;
+        if (dev.e->ops->alloc(dev.e, sizeof host, 0, &buf) != WEFT_SUCCESS) return weft_last_error();
+        weft_result_t r = weft_all_reduce(host, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream);
+        std::string msg = weft_last_error();
+        if (r != WEFT_ERR_INVALID_ARGUMENT || msg.find("sendbuf is host memory but recvbuf is "
+                                                       "device memory") == std::string::npos)
+          return "mixed buffers: " + std::to_string(r) + " " + msg;
+        r = weft_all_reduce(host, host, 4, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream);
+        msg = weft_last_error();
+        if (r != WEFT_ERR_INVALID_ARGUMENT || msg.find("with host buffers") == std::string::npos)
+          return "host buffers on a stream: " + std::to_string(r) + " " + msg;
+        // Argument errors are returned at once and leave the communicator usable.
+        if (weft_all_reduce(buf, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream) != WEFT_SUCCESS)
+          return std::string("after the refusals: ") + weft_last_error();
+        if (dev.e->ops->stream_sync(dev.e, dev.stream, kTimeoutMs) != WEFT_SUCCESS)
+          return weft_last_error();
+        dev.e->ops->release(dev.e, buf, 0);
+        weft_comm_destroy(comm);
+
+        setenv("WEFT_DEVICE", "none", 1);
+        err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        r = weft_all_reduce(host, host, 4, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream);
+        msg = weft_last_error();
+        if (r != WEFT_ERR_UNSUPPORTED || msg.find("no device engine") == std::string::npos)
+          return "no engine: " + std::to_string(r) + " " + msg;
+        weft_comm_destroy(comm);
+        return "";
+      },
+      30000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// A peer that never makes the call: the enqueued operation times out on the progress thread, the
+// stream is released (not blocked forever), and the failure is reported by
+// weft_comm_get_async_error and by the next call, naming the peer.
+TEST(DeviceErrors, DeadPeerFailsTheStreamNotHangsIt) {
+  auto results = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "1000", 1);
+        Device dev;
+        std::string err = dev.open();
+        if (!err.empty()) return err;
+        weft_comm_t* comm;
+        err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (rank == 1) {
+          usleep(3000 * 1000);  // alive but silent, past rank 0's timeout
+          weft_comm_abort(comm);
+          return "";
+        }
+        void* buf = nullptr;
+        if (dev.e->ops->alloc(dev.e, 4096, 0, &buf) != WEFT_SUCCESS) return weft_last_error();
+        if (weft_all_reduce(buf, buf, 1024, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream) !=
+            WEFT_SUCCESS)
+          return std::string("enqueue: ") + weft_last_error();
+        if (dev.e->ops->stream_sync(dev.e, dev.stream, kTimeoutMs) != WEFT_SUCCESS)
+          return std::string("the stream stayed blocked: ") + weft_last_error();
+        weft_result_t async_err = WEFT_SUCCESS;
+        if (weft_comm_get_async_error(comm, &async_err) != WEFT_SUCCESS) return weft_last_error();
+        std::string msg = weft_last_error();
+        if (async_err != WEFT_ERR_TIMEOUT || msg.find("rank 1") == std::string::npos)
+          return "async error " + std::to_string(async_err) + ": " + msg;
+        weft_result_t r = weft_barrier(comm, nullptr);
+        if (r != WEFT_ERR_COMM_FAILED) return "next call returned " + std::to_string(r);
+        dev.e->ops->release(dev.e, buf, 0);
+        weft_comm_abort(comm);
+        return "";
+      },
+      30000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+}  // namespace
