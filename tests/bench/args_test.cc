@@ -68,6 +68,18 @@ TEST(Args, EveryFlag) {
   EXPECT_EQ(p.args.coll, BENCH_BROADCAST);
 }
 
+TEST(Args, DeviceEngine) {
+  Parsed p = Parse({"-G", "cuda"});
+  ASSERT_EQ(p.rc, BENCH_ARGS_OK) << p.err;
+  EXPECT_STREQ(p.args.device, "cuda");
+  p = Parse({"--device=emulated"});
+  ASSERT_EQ(p.rc, BENCH_ARGS_OK) << p.err;
+  EXPECT_STREQ(p.args.device, "emulated");
+  EXPECT_STREQ(Parse({}).args.device, "");
+  ExpectError({"-G", "rocm"}, "unknown device engine 'rocm'");
+  ExpectError({"-G", "cuda", "--tune", "t.txt"}, "leave out -G");
+}
+
 TEST(Args, LongAndAttachedForms) {
   Parsed p = Parse({"--minbytes=1K", "--maxbytes", "2K", "--stepfactor=4", "--iters=3",
                     "--warmup_iters", "1", "--check=0", "--datatype=double", "--op=prod",

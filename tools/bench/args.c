@@ -15,6 +15,7 @@ typedef enum {
   OPT_COLL,
   OPT_ALGO,
   OPT_TUNE,
+  OPT_DEVICE,
   OPT_HELP
 } opt_kind_t;
 
@@ -33,6 +34,7 @@ static const opt_t options[] = {
     {'o', "op", OPT_OP, 0, 0},           {'r', "root", OPT_INT, 0, INT_MAX},
     {'a', "average", OPT_INT, 0, 3},     {'C', "coll", OPT_COLL, 0, 0},
     {'A', "algo", OPT_ALGO, 0, 0},       {0, "tune", OPT_TUNE, 0, 0},
+    {'G', "device", OPT_DEVICE, 0, 0},
     {'h', "help", OPT_HELP, 0, 0},
 };
 
@@ -54,6 +56,7 @@ void bench_args_defaults(bench_args_t *args) {
   args->coll_given = 0;
   snprintf(args->algo, sizeof args->algo, "auto");
   args->tune_file[0] = '\0';
+  args->device[0] = '\0';
 }
 
 int bench_parse_size(const char *text, size_t *bytes) {
@@ -218,6 +221,14 @@ static int apply(const opt_t *o, const char *value, bench_args_t *args, char *er
       }
       snprintf(args->tune_file, sizeof args->tune_file, "%s", value);
       return BENCH_ARGS_OK;
+    case OPT_DEVICE:
+      if (strcmp(value, "cuda") != 0 && strcmp(value, "emulated") != 0) {
+        snprintf(err, errlen, "-G: unknown device engine '%s' (cuda, or emulated for tests)",
+                 value);
+        return BENCH_ARGS_ERROR;
+      }
+      snprintf(args->device, sizeof args->device, "%s", value);
+      return BENCH_ARGS_OK;
     case OPT_HELP:
       break;
   }
@@ -233,6 +244,10 @@ static int check_all(const bench_args_t *args, char *err, size_t errlen) {
   }
   if (args->stepfactor == 0 && args->stepbytes == 0 && args->minbytes < args->maxbytes) {
     snprintf(err, errlen, "-i 0 never gets from -b to -e: give -i > 0 or -f");
+    return BENCH_ARGS_ERROR;
+  }
+  if (args->tune_file[0] != '\0' && args->device[0] != '\0') {
+    snprintf(err, errlen, "--tune fits the host cost model: leave out -G");
     return BENCH_ARGS_ERROR;
   }
   if (args->tune_file[0] != '\0' && strcmp(args->algo, "auto") != 0) {
@@ -349,6 +364,9 @@ void bench_args_usage(FILE *out) {
       "                            WEFT_TUNE_FILE, then time every algorithm of each collective\n"
       "                            (-C: of that one) over -b..-e and print the cost model's pick\n"
       "                            next to the fastest\n"
+      "  -G, --device <engine>     buffers in device memory, collectives enqueued on a stream\n"
+      "                            and timed to its synchronization: cuda, or emulated (host\n"
+      "                            memory standing in for a GPU, for tests)\n"
       "  -h, --help                this text\n"
       "\n"
       "Each rank gets its communicator from the launcher's environment (weft_comm_init_env).\n"

@@ -37,6 +37,8 @@ typedef struct {
   char algo[32];           /* -A / --algo: an algorithm name, "all", or "auto" (the default);
                             * resolved against the build by algos.h */
   char tune_file[512];     /* --tune FILE: fit the cost model, write it there; "" when not given */
+  char device[16];         /* -G / --device ENGINE: buffers in device memory ("" = host), e.g.
+                            * cuda, or emulated (device/device.h) */
 } bench_args_t;
 
 enum { BENCH_ARGS_OK = 0, BENCH_ARGS_HELP = 1, BENCH_ARGS_ERROR = 2 };

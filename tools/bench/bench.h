@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/device.h"
 #include "include/weft.h"
 #include "tools/bench/args.h"
 #include "tools/bench/shape.h"
@@ -20,7 +21,28 @@ typedef struct {
   void *recv;
   size_t alloc;
   uint64_t wrong; /* summed over ranks, rows and tables: the exit status */
+  /* -G: send and recv are device memory; the patterns are written and checked in host mirrors
+   * copied over through `queue`, and every call is enqueued on `stream`. */
+  dev_engine_t *dev;
+  dev_queue_t *queue;
+  void *stream;
+  void *host_send, *host_recv;
 } bench_t;
+
+/* ---- device.c: -G. */
+
+/* Opens the engine -G names (and makes the communicator use the same one), a queue, a stream. */
+weft_result_t bench_device_open(bench_t *b);
+/* Device buffers of b->alloc bytes each, host mirrors filled with `fill`'s data, uploaded. */
+weft_result_t bench_device_alloc(bench_t *b);
+void bench_device_close(bench_t *b);
+/* Waits for the calls enqueued on the stream (nothing on host buffers). */
+weft_result_t bench_sync(bench_t *b);
+/* The first `bytes` of both buffers from the host mirrors to the device, or back. */
+weft_result_t bench_device_upload(bench_t *b, size_t bytes);
+weft_result_t bench_device_download(bench_t *b, size_t bytes);
+/* Where a pointer into send/recv lies in the host mirrors (itself on host buffers). */
+void *bench_host_view(const bench_t *b, void *p);
 
 /* Prints a failed weft call with the rank and weft's message; returns res. */
 weft_result_t bench_report(const bench_t *b, weft_result_t res, const char *what, size_t bytes);

@@ -33,6 +33,7 @@ static weft_result_t allocate(bench_t *b) {
     max = bench_tune_alloc(b->nranks);
   }
   b->alloc = max > b->eltsize ? max : b->eltsize;
+  if (b->dev) return bench_device_alloc(b);
   b->send = malloc(b->alloc);
   b->recv = malloc(b->alloc);
   if (b->send == NULL || b->recv == NULL) {
@@ -74,6 +75,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   b.eltsize = bench_dtype_size(b.args.dtype);
+  if (b.args.device[0] != '\0' && bench_device_open(&b) != WEFT_SUCCESS) {
+    fprintf(stderr, "weft-bench: rank %d: -G %s: %s\n", b.rank, b.args.device, weft_last_error());
+    return 1;
+  }
 
   weft_result_t res = weft_comm_init_env(&b.comm);
   if (res != WEFT_SUCCESS) {
@@ -96,8 +101,12 @@ int main(int argc, char **argv) {
   }
 
   res = bench_run(&b, algos, nalgos);
-  free(b.send);
-  free(b.recv);
+  if (b.dev) {
+    bench_device_close(&b);
+  } else {
+    free(b.send);
+    free(b.recv);
+  }
   if (res != WEFT_SUCCESS) {
     weft_comm_abort(b.comm); /* so that the other ranks fail now instead of timing out */
     return 1;

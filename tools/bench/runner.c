@@ -33,8 +33,8 @@ static weft_result_t sendrecv(bench_t *b, weft_algo_t algo, const void *send, vo
   weft_call_t r = {WEFT_COLL_RECV, NULL, recv, count, b->args.dtype, WEFT_SUM, left, algo};
   const weft_call_t *first = b->rank % 2 == 0 ? &s : &r;
   const weft_call_t *second = b->rank % 2 == 0 ? &r : &s;
-  weft_result_t res = weft_call(first, b->comm, NULL);
-  return res != WEFT_SUCCESS ? res : weft_call(second, b->comm, NULL);
+  weft_result_t res = weft_call(first, b->comm, b->stream);
+  return res != WEFT_SUCCESS ? res : weft_call(second, b->comm, b->stream);
 }
 
 const char *bench_sendrecv_note(void) {
@@ -47,7 +47,7 @@ weft_result_t bench_call(bench_t *b, bench_coll_t coll, weft_algo_t algo, const 
   if (coll == BENCH_SENDRECV) return sendrecv(b, algo, send, recv, count);
   int root = bench_coll_rooted(coll) ? b->args.root : -1;
   weft_call_t k = {bench_coll_weft(coll), send, recv, count, b->args.dtype, b->args.op, root, algo};
-  return weft_call(&k, b->comm, NULL);
+  return weft_call(&k, b->comm, b->stream);
 }
 
 /* The buffers of one call: out of place the two allocations; in place weft.h's layout inside
@@ -72,11 +72,14 @@ weft_result_t bench_time(bench_t *b, bench_coll_t coll, weft_algo_t algo, const 
   for (int i = 0; i < b->args.warmup; i++) {
     BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), what, sh->bytes);
   }
+  BENCH_CHECK(b, bench_sync(b), "stream synchronization", sh->bytes);
   BENCH_CHECK(b, weft_barrier(b->comm, NULL), "barrier", sh->bytes);
   double start = now_us();
   for (int i = 0; i < b->args.iters; i++) {
     BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), what, sh->bytes);
   }
+  /* Device calls are only enqueued: the time runs to the stream's end, as in nccl-tests. */
+  BENCH_CHECK(b, bench_sync(b), "stream synchronization", sh->bytes);
   double t = (now_us() - start) / b->args.iters;
   weft_op_t op = WEFT_SUM;
   switch (average) {
@@ -107,13 +110,21 @@ weft_result_t bench_check(bench_t *b, bench_coll_t coll, weft_algo_t algo, const
   buffers(b, sh, in_place, &send, &recv);
   /* Poison first: in place, the input then overwrites what of the output it shares. A
    * broadcast's in-place buffer on a non-root rank is output only: it stays poisoned. */
-  bench_pattern_poison_recv(&p, b->rank, recv, sh->count);
+  bench_pattern_poison_recv(&p, b->rank, bench_host_view(b, recv), sh->count);
   if (!(coll == BENCH_BROADCAST && in_place && b->rank != b->args.root)) {
-    bench_pattern_fill_send(&p, b->rank, send, sh->count);
+    bench_pattern_fill_send(&p, b->rank, bench_host_view(b, send), sh->count);
   }
+  /* Device buffers: the rows' whole extent, in place layouts included, both ways. */
+  size_t most = sh->send_count > sh->recv_count ? sh->send_count : sh->recv_count;
+  size_t off = sh->send_offset > sh->recv_offset ? sh->send_offset : sh->recv_offset;
+  size_t span = (most + (size_t)b->rank * off) * b->eltsize;
+  if (span > b->alloc) span = b->alloc;
+  BENCH_CHECK(b, bench_device_upload(b, span), "upload", sh->bytes);
   BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), bench_coll_name(coll),
               sh->bytes);
-  uint64_t n = bench_pattern_check_recv(&p, b->rank, recv, sh->count);
+  BENCH_CHECK(b, bench_sync(b), "stream synchronization", sh->bytes);
+  BENCH_CHECK(b, bench_device_download(b, span), "download", sh->bytes);
+  uint64_t n = bench_pattern_check_recv(&p, b->rank, bench_host_view(b, recv), sh->count);
   BENCH_CHECK(b, weft_all_reduce(&n, &n, 1, WEFT_UINT64, WEFT_SUM, b->comm, NULL),
               "#wrong reduction", sizeof n);
   *wrong = (int64_t)n;

@@ -36,6 +36,10 @@ weft_result_t bench_print_header(bench_t *b) {
     char line[512];
     bench_table_params(line, sizeof line, &b->args, b->nranks, weft_version());
     fputs(line, stdout);
+    if (b->dev)
+      printf("# Buffers: device memory (%s engine, device %d), calls enqueued on a stream; time "
+             "runs to its synchronization\n",
+             b->dev->ops->name, b->dev->device);
     fputs("#\n# Using ranks\n", stdout);
     for (int r = 0; r < b->nranks; r++) {
       const uint8_t *s = all + slot * (size_t)r;
