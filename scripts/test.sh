@@ -38,5 +38,25 @@ run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all
 # The CPU-only build, even where the CUDA toolkit is installed.
 run --config=nocuda //tests/build:all //tests/errors:all
 
+# The Python package and the torch.distributed backend: each pytest test counts as one.
+run_python() {
+  local log
+  log=$(mktemp)
+  echo "== scripts/test-python.sh"
+  scripts/test-python.sh 2>&1 | tee "$log" | grep -E "^(FAILED|ERROR)|passed|failed|error"
+  local status=${PIPESTATUS[0]}
+  local summary p f
+  summary=$(grep -E "^=* ?[0-9]+ (passed|failed|error)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -1)
+  p=$(echo "$summary" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+" || true)
+  f=$(echo "$summary" | grep -oE "[0-9]+ (failed|errors?)" | grep -oE "[0-9]+" |
+    awk '{s += $1} END {print s + 0}')
+  p=${p:-0}
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # a build or install error fails it too
+  passed=$((passed + p))
+  failed=$((failed + f))
+  rm -f "$log"
+}
+run_python
+
 echo "weft tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
