@@ -21,12 +21,12 @@ import threading
 import time
 
 import torch
-import torch.distributed as dist
+from torch._C._distributed_c10d import Work  # dist.Work in 1.13, dist._Work in later 2.x
 
 _STOP = object()
 
 
-class WeftWork(dist.Work):
+class WeftWork(Work):
     """One operation of the weft backend. wait() returns True or raises the operation's error;
     get_future() completes on its own with the operation's output tensors."""
 

@@ -111,10 +111,6 @@ class ProcessGroupWeft(dist.ProcessGroup):
                                     async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
-    # torch 2.x's name for the same call (all_gather_into_tensor).
-    def allgather_into_tensor(self, output, input, opts=None):
-        return self._allgather_base(output, input, opts)
-
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = tz.single(output_tensors, "reduce_scatter")
         ins = list(_one_list(input_tensors, "reduce_scatter"))
