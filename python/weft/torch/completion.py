@@ -129,7 +129,8 @@ class Completion:
     def stop(self, timeout_s):
         """Lets the thread finish what was submitted, then leave."""
         self._queue.put(_STOP)
-        self._thread.join(timeout_s)
+        if threading.current_thread() is not self._thread:  # a collection may run anywhere
+            self._thread.join(timeout_s)
 
     def _run(self):
         while True:
