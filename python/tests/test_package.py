@@ -124,3 +124,19 @@ def test_single_rank_without_launcher_variables(tmp_path):
         assert np.array_equal(x, np.arange(5, dtype=np.float64))
         assert repr(comm) == "<weft.Comm rank 0 of 1>"
     assert comm.closed
+
+
+def test_torch_backend_without_library(tmp_path):
+    pytest.importorskip("torch")
+    env = _env_without_library(tmp_path)
+    port = __import__("multiproc").free_ports(1)[0]
+    code = ("import torch.distributed as dist, weft, weft.torch\n"
+            "assert hasattr(dist.Backend, 'WEFT')  # registered without the library\n"
+            "try:\n"
+            "    dist.init_process_group('weft', init_method='tcp://127.0.0.1:%d', rank=0,\n"
+            "                            world_size=1)\n"
+            "except weft.LibraryNotFoundError as e:\n"
+            "    print(e)\n") % port
+    r = _run_python(code, env)
+    assert r.returncode == 0, r.stderr
+    assert "bazel build //:libweft.so" in r.stdout, r.stdout
