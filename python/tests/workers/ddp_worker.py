@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-import weft.torch  # registers "weft"
+import weft.torch  # noqa: F401 -- registers "weft"
 
 STEPS = 6
 

@@ -13,7 +13,6 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from ..dtypes import Op
 from . import bootstrap, tensors as tz
 from .completion import Completion
 
