@@ -30,11 +30,16 @@ run //...
 # Sanitizers on the tests that exercise memory and threads without the largest data sets.
 sanitized=(//tests/common:all //tests/collectives:all //tests/kernels:all //tests/bootstrap:all
   //tests/errors:all //tests/harness:all //tests/comm:all //tests/trace:all //tests/bench:all
-  //tests/transport:all)
+  //tests/transport:all //tests/device:all)
 run --config=asan "${sanitized[@]}"
-# The multi-process collectives under ASan+UBSan, without the 1 Mi and 64 Mi element cases.
-run --config=asan //tests/collectives_mp:all --test_arg=--gtest_filter=-*Large*:*Huge*
-run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all
+# The multi-process collectives, host and device buffers, under ASan+UBSan, without the 1 Mi and
+# 64 Mi element cases.
+run --config=asan //tests/collectives_mp:all //tests/device_mp:device_mp_test \
+  --test_arg=--gtest_filter=-*Large*:*Huge*
+run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //tests/device:all
+# Device calls: the progress thread, stream gates and the engine's worker threads together.
+run --config=tsan //tests/device_mp:device_mp_test \
+  --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:*Matrix*/1
 # The CPU-only build, even where the CUDA toolkit is installed.
 run --config=nocuda //tests/build:all //tests/errors:all
 
