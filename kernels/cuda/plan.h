@@ -42,7 +42,8 @@ typedef struct {
  * one kernel). vec_bytes is a power of two and a multiple of elem_size. The body is vectorized
  * only when every address has the same remainder modulo vec_bytes, a multiple of elem_size, since
  * one index then reaches a vector boundary in all of them at once; otherwise the whole range is the
- * head (head == n, nvec == 0). The head is as short as it can be (< vec_elems) and so is the tail. */
+ * head (head == n, nvec == 0). The head is as short as it can be (< vec_elems) and so is the tail.
+ */
 kern_cuda_split_t kern_cuda_plan_split(const uintptr_t *addrs, int naddrs, size_t elem_size,
                                        size_t n, size_t vec_bytes);
 

@@ -64,7 +64,9 @@ struct FloatType {
  * before its one rounding. min/max compare in float and return an operand's own bits, so they are
  * exact and NaNs pass through unchanged. */
 struct Half {
-  static __device__ __forceinline__ float to(uint16_t b) { return __half2float(__ushort_as_half(b)); }
+  static __device__ __forceinline__ float to(uint16_t b) {
+    return __half2float(__ushort_as_half(b));
+  }
   static __device__ __forceinline__ uint16_t from(float f) {
     return __half_as_ushort(__float2half_rn(f));
   }
@@ -107,8 +109,8 @@ struct SmallFloatType {
 enum Kind { kSum, kProd, kMin, kMax, kAvgFinal, kScale };
 
 template <class D, int K>
-__device__ __forceinline__ typename D::Storage apply(typename D::Storage x,
-                                                     typename D::Storage y, int nranks) {
+__device__ __forceinline__ typename D::Storage apply(typename D::Storage x, typename D::Storage y,
+                                                     int nranks) {
   if constexpr (K == kSum) return D::sum(x, y);
   if constexpr (K == kProd) return D::prod(x, y);
   if constexpr (K == kMin) return D::min(x, y);
@@ -154,7 +156,8 @@ struct ReduceArgs {
  * covers every element exactly once. dst may be a (in place): each element is read before it is
  * written, by the same thread, and no pointer is declared __restrict__. */
 template <class D, int K, int kInputs, bool kTwoOut>
-__global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM) reduce_kernel(ReduceArgs p) {
+__global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM)
+    reduce_kernel(ReduceArgs p) {
   using T = typename D::Storage;
   constexpr size_t kElems = KERN_CUDA_VEC_BYTES / sizeof(T);
   const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -224,8 +227,8 @@ __global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM)
 
 /* ---- Host side ---------------------------------------------------------------------------- */
 
-const char *const kDtypeNames[WEFT_NUM_DTYPES] = {"int8",    "uint8",    "int32",   "uint32",
-                                                  "int64",   "uint64",   "float16", "bfloat16",
+const char *const kDtypeNames[WEFT_NUM_DTYPES] = {"int8",    "uint8",  "int32",   "uint32",
+                                                  "int64",   "uint64", "float16", "bfloat16",
                                                   "float32", "float64"};
 const char *const kOpNames[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 const size_t kDtypeSizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
@@ -258,17 +261,28 @@ cudaError_t current_sm_count(int *sms) {
 template <class Fn>
 cudaError_t with_dtype(weft_dtype_t dtype, Fn &&fn) {
   switch (dtype) {
-    case WEFT_INT8: return fn(IntType<int8_t, uint32_t>());
-    case WEFT_UINT8: return fn(IntType<uint8_t, uint32_t>());
-    case WEFT_INT32: return fn(IntType<int32_t, uint32_t>());
-    case WEFT_UINT32: return fn(IntType<uint32_t, uint32_t>());
-    case WEFT_INT64: return fn(IntType<int64_t, uint64_t>());
-    case WEFT_UINT64: return fn(IntType<uint64_t, uint64_t>());
-    case WEFT_FLOAT16: return fn(SmallFloatType<Half>());
-    case WEFT_BFLOAT16: return fn(SmallFloatType<Bf16>());
-    case WEFT_FLOAT32: return fn(FloatType<float>());
-    case WEFT_FLOAT64: return fn(FloatType<double>());
-    default: return cudaErrorInvalidValue; /* validated by the callers */
+    case WEFT_INT8:
+      return fn(IntType<int8_t, uint32_t>());
+    case WEFT_UINT8:
+      return fn(IntType<uint8_t, uint32_t>());
+    case WEFT_INT32:
+      return fn(IntType<int32_t, uint32_t>());
+    case WEFT_UINT32:
+      return fn(IntType<uint32_t, uint32_t>());
+    case WEFT_INT64:
+      return fn(IntType<int64_t, uint64_t>());
+    case WEFT_UINT64:
+      return fn(IntType<uint64_t, uint64_t>());
+    case WEFT_FLOAT16:
+      return fn(SmallFloatType<Half>());
+    case WEFT_BFLOAT16:
+      return fn(SmallFloatType<Bf16>());
+    case WEFT_FLOAT32:
+      return fn(FloatType<float>());
+    case WEFT_FLOAT64:
+      return fn(FloatType<double>());
+    default:
+      return cudaErrorInvalidValue; /* validated by the callers */
   }
 }
 
@@ -278,12 +292,18 @@ using KindC = std::integral_constant<int, K>;
 template <class Fn>
 cudaError_t with_kind(int kind, Fn &&fn) {
   switch (kind) {
-    case kSum: return fn(KindC<kSum>());
-    case kProd: return fn(KindC<kProd>());
-    case kMin: return fn(KindC<kMin>());
-    case kMax: return fn(KindC<kMax>());
-    case kAvgFinal: return fn(KindC<kAvgFinal>());
-    default: return fn(KindC<kScale>());
+    case kSum:
+      return fn(KindC<kSum>());
+    case kProd:
+      return fn(KindC<kProd>());
+    case kMin:
+      return fn(KindC<kMin>());
+    case kMax:
+      return fn(KindC<kMax>());
+    case kAvgFinal:
+      return fn(KindC<kAvgFinal>());
+    default:
+      return fn(KindC<kScale>());
   }
 }
 
@@ -347,16 +367,17 @@ weft_result_t reduce_common(const char *what, void *dst, void *dst2, const void 
   }
   if (misaligned(dst2, kDtypeSizes[dtype])) {
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "%s: second output %p is not aligned to %zu bytes, the size of %s", what,
-                    dst2, kDtypeSizes[dtype], kDtypeNames[dtype]);
+                    "%s: second output %p is not aligned to %zu bytes, the size of %s", what, dst2,
+                    kDtypeSizes[dtype], kDtypeNames[dtype]);
   }
   if (n == 0) return WEFT_SUCCESS;
-  int kind = op == WEFT_SUM || op == WEFT_AVG ? kSum : op == WEFT_PROD ? kProd
-             : op == WEFT_MIN                  ? kMin
-                                               : kMax;
+  int kind = op == WEFT_SUM || op == WEFT_AVG ? kSum
+             : op == WEFT_PROD                ? kProd
+             : op == WEFT_MIN                 ? kMin
+                                              : kMax;
   if (op == WEFT_AVG && avg_nranks > 0) kind = kAvgFinal;
-  ReduceArgs p = {(char *)dst, (char *)dst2, (const char *)local, (const char *)incoming, 0, 0, 0,
-                  avg_nranks};
+  ReduceArgs p = {(char *)dst, (char *)dst2, (const char *)local, (const char *)incoming, 0, 0,
+                  0,           avg_nranks};
   cudaStream_t s = (cudaStream_t)stream;
   bool two_out = dst2 != NULL;
   cudaError_t err = with_dtype(dtype, [&](auto d) {
@@ -389,7 +410,7 @@ cudaError_t launch_copy(void *dst, const void *src, size_t bytes, cudaStream_t s
   if (err != cudaSuccess) return err;
   kern_cuda_dims_t dims = kern_cuda_launch_dims(kern_cuda_split_items(&split), sms);
   copy_kernel<W><<<dims.blocks, dims.threads, 0, stream>>>((char *)dst, (const char *)src,
-                                                          split.head, split.nvec, split.tail);
+                                                           split.head, split.nvec, split.tail);
   return cudaGetLastError();
 }
 
@@ -398,14 +419,12 @@ cudaError_t launch_copy(void *dst, const void *src, size_t bytes, cudaStream_t s
 extern "C" weft_result_t kern_cuda_reduce(void *dst, const void *local, const void *incoming,
                                           size_t n, weft_dtype_t dtype, weft_op_t op,
                                           int avg_nranks, void *stream) {
-  return reduce_common("cuda reduce", dst, NULL, local, incoming, n, dtype, op, avg_nranks,
-                       stream);
+  return reduce_common("cuda reduce", dst, NULL, local, incoming, n, dtype, op, avg_nranks, stream);
 }
 
 extern "C" weft_result_t kern_cuda_reduce_copy(void *dst, void *dst2, const void *local,
-                                               const void *incoming, size_t n,
-                                               weft_dtype_t dtype, weft_op_t op, int avg_nranks,
-                                               void *stream) {
+                                               const void *incoming, size_t n, weft_dtype_t dtype,
+                                               weft_op_t op, int avg_nranks, void *stream) {
   return reduce_common("cuda reduce_copy", dst, dst2, local, incoming, n, dtype, op, avg_nranks,
                        stream);
 }
@@ -419,11 +438,21 @@ extern "C" weft_result_t kern_cuda_copy(void *dst, const void *src, size_t bytes
   cudaStream_t s = (cudaStream_t)stream;
   cudaError_t err;
   switch (kern_cuda_common_alignment(addrs, 2, KERN_CUDA_VEC_BYTES)) {
-    case 16: err = launch_copy<uint4>(dst, src, bytes, s); break;
-    case 8: err = launch_copy<uint2>(dst, src, bytes, s); break;
-    case 4: err = launch_copy<uint32_t>(dst, src, bytes, s); break;
-    case 2: err = launch_copy<uint16_t>(dst, src, bytes, s); break;
-    default: err = launch_copy<uint8_t>(dst, src, bytes, s); break;
+    case 16:
+      err = launch_copy<uint4>(dst, src, bytes, s);
+      break;
+    case 8:
+      err = launch_copy<uint2>(dst, src, bytes, s);
+      break;
+    case 4:
+      err = launch_copy<uint32_t>(dst, src, bytes, s);
+      break;
+    case 2:
+      err = launch_copy<uint16_t>(dst, src, bytes, s);
+      break;
+    default:
+      err = launch_copy<uint8_t>(dst, src, bytes, s);
+      break;
   }
   if (err != cudaSuccess) {
     char msg[96];

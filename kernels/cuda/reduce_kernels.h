@@ -41,9 +41,9 @@ weft_result_t kern_cuda_reduce(void *dst, const void *local, const void *incomin
 
 /* The same, writing the result to both dst and dst2 (the last reduce step of a ring: into the
  * buffer the next peer reads and into the output) in one pass. dst2 may be NULL: then only dst. */
-weft_result_t kern_cuda_reduce_copy(void *dst, void *dst2, const void *local,
-                                    const void *incoming, size_t n, weft_dtype_t dtype,
-                                    weft_op_t op, int avg_nranks, void *stream);
+weft_result_t kern_cuda_reduce_copy(void *dst, void *dst2, const void *local, const void *incoming,
+                                    size_t n, weft_dtype_t dtype, weft_op_t op, int avg_nranks,
+                                    void *stream);
 
 /* dst[0..bytes) = src[0..bytes) (all-gather steps forward what they received). Uses the widest
  * word, up to 16 bytes, that both addresses share their alignment modulo; any alignment works. */

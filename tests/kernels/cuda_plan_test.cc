@@ -2,8 +2,6 @@
 // head/body/tail splits exhaustively over pointer alignments and small counts, copy widths, and
 // launch geometry. The kernels walk exactly these ranges, so an element missed or done twice here
 // would be one missed or done twice on the device.
-#include "kernels/cuda/plan.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kernels/cuda/plan.h"
 
 namespace {
 
@@ -134,8 +134,8 @@ TEST(CudaPlan, NoLaunchForNoWork) {
 // loop (blocks > 0 whenever there is work).
 TEST(CudaPlan, GridIsSizedFromTheCountAndBounded) {
   const int kSms[] = {-1, 0, 1, 2, 108, 132};
-  const size_t kItems[] = {1,    2,       255,       256,       257,       1000,
-                           4096, 1 << 20, (size_t)1 << 33, (size_t)1 << 62};
+  const size_t kItems[] = {
+      1, 2, 255, 256, 257, 1000, 4096, 1 << 20, (size_t)1 << 33, (size_t)1 << 62};
   for (int sms : kSms) {
     size_t cap = (size_t)(sms > 0 ? sms : 1) * KERN_CUDA_BLOCKS_PER_SM;
     for (size_t items : kItems) {

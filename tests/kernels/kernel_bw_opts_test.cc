@@ -1,10 +1,10 @@
 // kernel_bw_opts_test.cc -- tools/kernel_bw's flags and table arithmetic, without a GPU.
-#include "tools/kernel_bw/opts.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "tools/kernel_bw/opts.h"
 
 namespace {
 

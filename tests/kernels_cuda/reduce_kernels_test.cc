@@ -36,15 +36,15 @@ std::string NoDeviceReason() {
   return "";
 }
 
-#define SKIP_WITHOUT_DEVICE()                          \
-  do {                                                 \
-    std::string why_ = NoDeviceReason();               \
-    if (!why_.empty()) GTEST_SKIP() << why_;           \
+#define SKIP_WITHOUT_DEVICE()                \
+  do {                                       \
+    std::string why_ = NoDeviceReason();     \
+    if (!why_.empty()) GTEST_SKIP() << why_; \
   } while (0)
 
-#define CUDA_OK(call)                                                             \
-  do {                                                                            \
-    cudaError_t cuda_ok_ = (call);                                                \
+#define CUDA_OK(call)                                                                \
+  do {                                                                               \
+    cudaError_t cuda_ok_ = (call);                                                   \
     ASSERT_EQ(cuda_ok_, cudaSuccess) << #call << ": " << cudaGetErrorName(cuda_ok_); \
   } while (0)
 
@@ -54,8 +54,8 @@ size_t DtypeSize(weft_dtype_t d) {
 }
 
 const char *DtypeName(weft_dtype_t d) {
-  static const char *names[WEFT_NUM_DTYPES] = {"int8",  "uint8",   "int32",    "uint32",
-                                               "int64", "uint64",  "float16",  "bfloat16",
+  static const char *names[WEFT_NUM_DTYPES] = {"int8",    "uint8",  "int32",   "uint32",
+                                               "int64",   "uint64", "float16", "bfloat16",
                                                "float32", "float64"};
   return names[d];
 }
@@ -185,8 +185,8 @@ void HostReduce(weft_dtype_t d, OpCase c, char *dst, const char *a, const char *
     uint64_t wv = 0, gv = 0;
     memcpy(&wv, w, es);
     memcpy(&gv, g, es);
-    return ::testing::AssertionFailure()
-           << "element " << i << " of " << n << ": host 0x" << std::hex << wv << ", device 0x" << gv;
+    return ::testing::AssertionFailure() << "element " << i << " of " << n << ": host 0x"
+                                         << std::hex << wv << ", device 0x" << gv;
   }
   return ::testing::AssertionSuccess();
 }
@@ -215,8 +215,8 @@ struct Buffer {
   b->bytes = bytes + 2 * kGuard;
   b->mapped = mapped;
   void *p = nullptr;
-  cudaError_t err = mapped ? cudaHostAlloc(&p, b->bytes, cudaHostAllocMapped)
-                           : cudaMalloc(&p, b->bytes);
+  cudaError_t err =
+      mapped ? cudaHostAlloc(&p, b->bytes, cudaHostAllocMapped) : cudaMalloc(&p, b->bytes);
   if (err != cudaSuccess) {
     return ::testing::AssertionFailure() << (mapped ? "cudaHostAlloc" : "cudaMalloc") << " of "
                                          << b->bytes << " bytes: " << cudaGetErrorName(err);
@@ -296,11 +296,11 @@ class CudaReduce : public ::testing::TestWithParam<std::tuple<weft_dtype_t, OpCa
   void RunAndCheck(const Buffer &dst, size_t dst_off, const Buffer *dst2, size_t dst2_off,
                    const Buffer &la, size_t la_off, const Buffer &lb, size_t lb_off, size_t n,
                    size_t shift, bool in_place) {
-    SCOPED_TRACE(::testing::Message() << DtypeName(dtype_) << " " << OpName(op_) << " n=" << n
-                                      << " offsets dst " << dst_off << " local " << la_off
-                                      << " incoming " << lb_off << (dst2 ? " dst2 " : "")
-                                      << (dst2 ? std::to_string(dst2_off) : "")
-                                      << (in_place ? " in place" : ""));
+    SCOPED_TRACE(::testing::Message()
+                 << DtypeName(dtype_) << " " << OpName(op_) << " n=" << n << " offsets dst "
+                 << dst_off << " local " << la_off << " incoming " << lb_off
+                 << (dst2 ? " dst2 " : "") << (dst2 ? std::to_string(dst2_off) : "")
+                 << (in_place ? " in place" : ""));
     const char *ha = a_ + shift * es_;
     const char *hb = b_ + shift * es_;
     CUDA_OK(cudaMemset(dst.base, kPoison, dst.bytes));
@@ -419,8 +419,8 @@ TEST_P(CudaReduce, MappedPinnedHostMemory) {
   }
 }
 
-const weft_dtype_t kDtypes[] = {WEFT_INT8,    WEFT_UINT8,    WEFT_INT32,   WEFT_UINT32,
-                                WEFT_INT64,   WEFT_UINT64,   WEFT_FLOAT16, WEFT_BFLOAT16,
+const weft_dtype_t kDtypes[] = {WEFT_INT8,    WEFT_UINT8,  WEFT_INT32,   WEFT_UINT32,
+                                WEFT_INT64,   WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16,
                                 WEFT_FLOAT32, WEFT_FLOAT64};
 // nranks 200 for the final average: beyond int8's range, where the division's conversions matter.
 const OpCase kOps[] = {{WEFT_SUM, 0}, {WEFT_PROD, 0}, {WEFT_MIN, 0},  {WEFT_MAX, 0},
@@ -431,7 +431,8 @@ std::string ParamName(const ::testing::TestParamInfo<std::tuple<weft_dtype_t, Op
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, CudaReduce,
-                         ::testing::Combine(::testing::ValuesIn(kDtypes), ::testing::ValuesIn(kOps)),
+                         ::testing::Combine(::testing::ValuesIn(kDtypes),
+                                            ::testing::ValuesIn(kOps)),
                          ParamName);
 
 // ---- scale_avg ----
@@ -503,9 +504,9 @@ TEST_F(CudaCopy, EveryAlignmentAndCount) {
   CUDA_OK(cudaMemcpy(in.at(0, 1), src.data(), kMax + 16, cudaMemcpyHostToDevice));
   memcpy(host_in.at(0, 1), src.data(), (1u << 20) + 32);
   auto check = [&](const Buffer &from, size_t so, size_t dofs, size_t n) {
-    SCOPED_TRACE(::testing::Message() << "copy " << n << " bytes, src offset " << so
-                                      << ", dst offset " << dofs
-                                      << (from.mapped ? " from mapped host memory" : ""));
+    SCOPED_TRACE(::testing::Message()
+                 << "copy " << n << " bytes, src offset " << so << ", dst offset " << dofs
+                 << (from.mapped ? " from mapped host memory" : ""));
     CUDA_OK(cudaMemset(out.base, kPoison, out.bytes));
     ASSERT_EQ(kern_cuda_copy(out.at(dofs, 1), from.at(so, 1), n, nullptr), WEFT_SUCCESS)
         << err_last();
@@ -561,8 +562,8 @@ TEST(CudaKernelArgs, RejectsBadArgumentsWithAMessage) {
 TEST(CudaKernelArgs, ZeroCountNeedsNoBuffersAndNoDevice) {
   EXPECT_EQ(kern_cuda_reduce(nullptr, nullptr, nullptr, 0, WEFT_FLOAT32, WEFT_SUM, 0, nullptr),
             WEFT_SUCCESS);
-  EXPECT_EQ(kern_cuda_reduce_copy(nullptr, nullptr, nullptr, nullptr, 0, WEFT_BFLOAT16, WEFT_AVG,
-                                  4, nullptr),
+  EXPECT_EQ(kern_cuda_reduce_copy(nullptr, nullptr, nullptr, nullptr, 0, WEFT_BFLOAT16, WEFT_AVG, 4,
+                                  nullptr),
             WEFT_SUCCESS);
   EXPECT_EQ(kern_cuda_scale_avg(nullptr, nullptr, 0, WEFT_INT8, 2, nullptr), WEFT_SUCCESS);
   EXPECT_EQ(kern_cuda_copy(nullptr, nullptr, 0, nullptr), WEFT_SUCCESS);
@@ -576,8 +577,7 @@ TEST(CudaKernelArgs, WithoutADeviceCallsFailNamingTheCudaError) {
   EXPECT_EQ(kern_cuda_reduce(buf, buf, buf, 4, WEFT_FLOAT32, WEFT_SUM, 0, nullptr),
             WEFT_ERR_SYSTEM);
   std::string msg = err_last();
-  EXPECT_NE(msg.find("cuda reduce (float32 sum, 4 elements): cudaError"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("cuda reduce (float32 sum, 4 elements): cudaError"), std::string::npos) << msg;
   EXPECT_EQ(kern_cuda_copy(buf, buf + 16, 16, nullptr), WEFT_ERR_SYSTEM);
   EXPECT_NE(std::string(err_last()).find("cuda copy (16 bytes): cudaError"), std::string::npos)
       << err_last();

@@ -142,8 +142,9 @@ int main(int argc, char **argv) {
   printf("# kernel_bw: device %d: %s, %d SMs; %s %s%s, median of %d launches after %d warm-up\n",
          dev, prop.name, prop.multiProcessorCount, kbw_dtype_name(o.dtype), kbw_op_name(o.op),
          o.op == WEFT_AVG ? " (final step)" : "", o.iters, o.warmup);
-  printf("# GB/s = bytes moved / time: memcpy (device to device) and copy 2 x size, reduce 3 x size\n"
-         "# (2 reads + 1 write), reduce_copy 4 x size; ratio = kernel GB/s / memcpy GB/s\n#\n");
+  printf(
+      "# GB/s = bytes moved / time: memcpy (device to device) and copy 2 x size, reduce 3 x size\n"
+      "# (2 reads + 1 write), reduce_copy 4 x size; ratio = kernel GB/s / memcpy GB/s\n#\n");
   printf("#%11s %11s %8s %6s %11s %8s %11s %8s %6s %11s %8s %6s %11s %8s %6s\n", "", "", "", "",
          "memcpy", "", "reduce", "", "", "reduce_copy", "", "", "copy", "", "");
   printf("#%11s %11s %8s %6s %11s %8s %11s %8s %6s %11s %8s %6s %11s %8s %6s\n", "size", "count",
@@ -176,12 +177,14 @@ int main(int argc, char **argv) {
     if (size > o.maxbytes / o.stepfactor) break; /* the next size would overflow or exceed -e */
   }
   if (measured_target) {
-    printf("# target: reduce >= 0.90 x memcpy bandwidth from 64 MiB up: %s (lowest ratio %.3f at "
-           "%zu bytes)\n",
-           worst >= 0.90 ? "met" : "NOT met", worst, worst_size);
+    printf(
+        "# target: reduce >= 0.90 x memcpy bandwidth from 64 MiB up: %s (lowest ratio %.3f at "
+        "%zu bytes)\n",
+        worst >= 0.90 ? "met" : "NOT met", worst, worst_size);
   } else {
-    printf("# target: reduce >= 0.90 x memcpy bandwidth from 64 MiB up: no size >= 64 MiB in "
-           "this run\n");
+    printf(
+        "# target: reduce >= 0.90 x memcpy bandwidth from 64 MiB up: no size >= 64 MiB in "
+        "this run\n");
   }
 
   for (int i = 0; i < o.iters; i++) {

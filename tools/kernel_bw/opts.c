@@ -11,8 +11,8 @@
 static const char *const dtype_names[WEFT_NUM_DTYPES] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
 static const char *const weft_dtype_names[WEFT_NUM_DTYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32",
-    "float64"};
+    "int8",   "uint8",   "int32",    "uint32",  "int64",
+    "uint64", "float16", "bfloat16", "float32", "float64"};
 static const size_t dtype_sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 static const char *const op_names[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 
