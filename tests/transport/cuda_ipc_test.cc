@@ -182,6 +182,12 @@ TEST(CudaIpc, KilledPeerFailsTheWait) {
           err = Drive(x.conns[1 - rank], dev, rank, Script(rank, 20, kSlot, kHostCap, 3),
                       Script(1 - rank, 20, kSlot, kHostCap, 3), Windows{4, 4}, 20000);
         if (!err.empty()) return err;
+        // Both ranks are through the exchange before rank 1 dies: the failure to check is the
+        // one that follows, not an early kill cutting rank 0's first exchange short.
+        std::vector<std::vector<char>> all;
+        char done = 1;
+        err = ex.Exchange(rank, &done, 1, &all, 20000);
+        if (!err.empty()) return err;
         if (rank == 1) kill(getpid(), SIGKILL);
         std::string msg;
         double took = 0;
