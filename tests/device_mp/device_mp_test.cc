@@ -47,6 +47,18 @@ struct Device {
     if (e->ops->stream_create(e, &stream) != WEFT_SUCCESS) return weft_last_error();
     return "";
   }
+  // open(), then a communicator of n ranks on 127.0.0.1:port that uses the same engine.
+  std::string open_and_join(int rank, int n, int port, weft_comm_t** comm) {
+    std::string err = open();
+    if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
+    return join(rank, n, port, comm);
+  }
+  // Runs check_call's calls through run().
+  CallRunner runner() {
+    return [this](weft_comm_t* c, weft_call_t k, std::vector<Region> regions) {
+      return run(c, k, regions);
+    };
+  }
   ~Device() {
     if (!e) return;
     if (stream) e->ops->stream_destroy(e, stream);
@@ -105,14 +117,10 @@ std::string matrix_body(int rank, int n, int port, const char* transport) {
   setenv("WEFT_TRANSPORT", transport, 1);
   setenv("WEFT_TIMEOUT_MS", "10000", 1);
   Device dev;
-  std::string err = dev.open();
-  if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
   weft_comm_t* comm;
-  err = join(rank, n, port, &comm);
+  std::string err = dev.open_and_join(rank, n, port, &comm);
   if (!err.empty()) return err;
-  CallRunner runner = [&](weft_comm_t* c, weft_call_t k, std::vector<Region> regions) {
-    return dev.run(c, k, regions);
-  };
+  CallRunner runner = dev.runner();
   for (weft_coll_t coll : kColls)
     for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
       weft_algo_t algo = (weft_algo_t)a;
@@ -166,14 +174,10 @@ TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
         [transport](int rank, int n, int port) -> std::string {
           setenv("WEFT_TRANSPORT", transport, 1);
           Device dev;
-          std::string err = dev.open();
-          if (!err.empty()) return err;
           weft_comm_t* comm;
-          err = join(rank, n, port, &comm);
+          std::string err = dev.open_and_join(rank, n, port, &comm);
           if (!err.empty()) return err;
-          CallRunner runner = [&](weft_comm_t* c, weft_call_t k, std::vector<Region> regions) {
-            return dev.run(c, k, regions);
-          };
+          CallRunner runner = dev.runner();
           for (weft_algo_t algo :
                {WEFT_ALGO_RING, WEFT_ALGO_DOUBLE_TREE, WEFT_ALGO_RABENSEIFNER}) {
             err = check_call(comm, WEFT_COLL_ALL_REDUCE, algo, WEFT_FLOAT32, WEFT_SUM,
@@ -198,10 +202,8 @@ TEST(DeviceStream, CallReturnsBeforeTheOperationCompletes) {
       2,
       [](int rank, int n, int port) -> std::string {
         Device dev;
-        std::string err = dev.open();
-        if (!err.empty()) return err;
         weft_comm_t* comm;
-        err = join(rank, n, port, &comm);
+        std::string err = dev.open_and_join(rank, n, port, &comm);
         if (!err.empty()) return err;
         const size_t count = 4096;
         std::vector<float> host(count, (float)(rank + 1)), out(count, 0);
@@ -247,10 +249,8 @@ TEST(DeviceStream, NullStreamAndPointToPoint) {
       2,
       [](int rank, int n, int port) -> std::string {
         Device dev;
-        std::string err = dev.open();
-        if (!err.empty()) return err;
         weft_comm_t* comm;
-        err = join(rank, n, port, &comm);
+        std::string err = dev.open_and_join(rank, n, port, &comm);
         if (!err.empty()) return err;
         const size_t count = 100003;
         std::vector<int32_t> host(count), out(count, 0);
@@ -283,10 +283,8 @@ TEST(DeviceErrors, MixedBuffersAndStreamsAreRefused) {
       1,
       [](int rank, int n, int port) -> std::string {
         Device dev;
-        std::string err = dev.open();
-        if (!err.empty()) return err;
         weft_comm_t* comm;
-        err = join(rank, n, port, &comm);
+        std::string err = dev.open_and_join(rank, n, port, &comm);
         if (!err.empty()) return err;
         float host[4] = {1, 2, 3, 4};
         void* buf = nullptr;
@@ -331,10 +329,8 @@ TEST(DeviceErrors, DeadPeerFailsTheStreamNotHangsIt) {
       [](int rank, int n, int port) -> std::string {
         setenv("WEFT_TIMEOUT_MS", "1000", 1);
         Device dev;
-        std::string err = dev.open();
-        if (!err.empty()) return err;
         weft_comm_t* comm;
-        err = join(rank, n, port, &comm);
+        std::string err = dev.open_and_join(rank, n, port, &comm);
         if (!err.empty()) return err;
         if (rank == 1) {
           usleep(3000 * 1000);  // alive but silent, past rank 0's timeout
