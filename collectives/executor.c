@@ -502,14 +502,38 @@ static weft_result_t stall_error(const run_t *r, int waited_ms) {
   return WEFT_ERR(WEFT_ERR_TIMEOUT, "no progress for %d ms (WEFT_TIMEOUT_MS)", waited_ms);
 }
 
+/* A transport that sees a message of the wrong length fails with WEFT_ERR_MISMATCH before the
+ * executor has looked at the call description that came ahead of it on the same ordered stream.
+ * That description has arrived, and says what the peer called, which is what the user needs:
+ * report it instead when it disagrees. */
+static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
+  if (res != WEFT_ERR_MISMATCH && res != WEFT_ERR_REMOTE) return res;
+  for (int i = 0; i < r->nstreams; i++) {
+    const stream_t *st = &r->streams[i];
+    if (st->is_send) continue;
+    for (int k = 0; k < st->count; k++) {
+      const flight_t *f = &st->fifo[(st->head + k) % r->window];
+      if (f->op >= 0 || !f->x.complete) continue;
+      char msg[ERR_MSG_MAX];
+      snprintf(msg, sizeof msg, "%s", err_last());
+      weft_result_t hdr = check_header(r, st->peer);
+      if (hdr != WEFT_SUCCESS) return hdr;
+      err_set_message(res, msg);
+    }
+  }
+  return res;
+}
+
 static weft_result_t run_loop(run_t *r) {
   int timeout = r->ctx->config->timeout_ms;
   int64_t last = clock_now_ms();
   while (!finished(r)) {
     int progressed = 0;
     for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(post_ready(r, &r->streams[i], &progressed));
-    for (int i = 0; i < r->nconns; i++)
-      WEFT_CHECK(r->conns[i]->ops->progress(r->conns[i], &progressed));
+    for (int i = 0; i < r->nconns; i++) {
+      weft_result_t res = r->conns[i]->ops->progress(r->conns[i], &progressed);
+      if (res != WEFT_SUCCESS) return prefer_header_error(r, res);
+    }
     for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(retire(r, &r->streams[i], &progressed));
     if (r->device)
       WEFT_CHECK(run_copies_device(r, &progressed));
@@ -525,7 +549,8 @@ static weft_result_t run_loop(run_t *r) {
     /* Fences wake nobody: with device work pending, look again soon. */
     int slice = r->dev_pending > 0 ? DEVICE_POLL_MS : WAIT_SLICE_MS;
     if (r->ctx->trace) trace_wait_begin(r->ctx->trace);
-    WEFT_CHECK(wait_any(r, left < slice ? left : slice));
+    weft_result_t res = wait_any(r, left < slice ? left : slice);
+    if (res != WEFT_SUCCESS) return prefer_header_error(r, res);
     if (r->ctx->trace) trace_wait_end(r->ctx->trace);
   }
   return WEFT_SUCCESS;
