@@ -135,9 +135,8 @@ weft_result_t comm_buffers_kind(weft_comm_t *c, const weft_call_t *k, int *devic
   int first = -1;
   for (int i = 0; i < 2; i++) {
     if (!bufs[i]) continue;
-    WEFT_CHECK(err_context(c->dev->ops->mem_kind(c->dev, bufs[i], &kinds[i], &devs[i]),
-                           "rank %d: %s: looking up %s", c->rank, weft_coll_name(k->coll),
-                           roles[i]));
+    WEFT_CHECK_CTX(c->dev->ops->mem_kind(c->dev, bufs[i], &kinds[i], &devs[i]),
+                   "rank %d: %s: looking up %s", c->rank, weft_coll_name(k->coll), roles[i]);
     if (first < 0) {
       first = i;
       continue;
@@ -238,8 +237,8 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
                     "NULL as the stream",
                     comm->rank, name);
   dev_gate_t *gate;
-  WEFT_CHECK(err_context(comm->dev->ops->gate_enter(comm->dev, stream, &gate),
-                         "rank %d: %s: entering the stream", comm->rank, name));
+  WEFT_CHECK_CTX(comm->dev->ops->gate_enter(comm->dev, stream, &gate),
+                 "rank %d: %s: entering the stream", comm->rank, name);
   return comm_submit_gated(comm, call, gate);
 }
 

@@ -176,7 +176,7 @@ static weft_result_t transport_mode(const weft_comm_t *c, int *want_tcp, int *wa
 weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
   /* The device engine first: it decides whether there is a CUDA IPC transport to create. */
   if (!c->dev && strcmp(c->config.device, "none") != 0)
-    WEFT_CHECK(err_context(dev_engine_open(c->config.device, &c->dev), "rank %d", c->rank));
+    WEFT_CHECK_CTX(dev_engine_open(c->config.device, &c->dev), "rank %d", c->rank);
   transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise, c->dev};
   int want[BOOT_NTRANSPORTS];
   memset(mine, 0, sizeof *mine);

@@ -39,6 +39,14 @@ void err_clear(void);
     if (check_res_ != WEFT_SUCCESS) return check_res_; \
   } while (0)
 
+/* Returns from the current function if `call` fails, its message prefixed with the context
+ * (printf arguments). Nothing is formatted on success. */
+#define WEFT_CHECK_CTX(call, ...)                                            \
+  do {                                                                       \
+    weft_result_t check_res_ = (call);                                       \
+    if (check_res_ != WEFT_SUCCESS) return err_context(check_res_, __VA_ARGS__); \
+  } while (0)
+
 /* Stores the result of `call` in `res` and jumps to `label` if it failed. */
 #define WEFT_CHECK_GOTO(call, res, label) \
   do {                                    \
