@@ -71,11 +71,7 @@ typedef struct ipc_transport {
   uint64_t comm_id;
   const weft_config_t *cfg;
   dev_engine_t *dev;
-  char bell_name[SHM_NAME_MAX];
-  shm_bell_t *bell;
-  shm_bell_t **peer_bells; /* per rank, mapped by attach_peers */
-  int *peer_pids;          /* per rank, 0 where not a local peer */
-  int npeers;
+  shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
 } ipc_transport_t;
 
 /* What this side remembers of one ring entry while it is in flight. */
@@ -113,11 +109,6 @@ typedef struct {
 
 static int pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
-static void bell_name(char *buf, uint64_t comm_id, int rank, int pid) {
-  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-ipcbell-%d.%d", (unsigned long long)comm_id, rank,
-           pid);
-}
-
 static void pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid) {
   snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-ipcpair-%d.%d-%d.%d", (unsigned long long)comm_id, lo,
            lo_pid, hi, hi_pid);
@@ -151,19 +142,14 @@ static weft_result_t ipc_create(const transport_params_t *p, transport_t **out) 
   t->comm_id = p->comm_id;
   t->cfg = p->config;
   t->dev = p->dev;
-  t->peer_bells = calloc((size_t)p->nranks, sizeof *t->peer_bells);
-  t->peer_pids = calloc((size_t)p->nranks, sizeof *t->peer_pids);
-  weft_result_t res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda_ipc transport: out of memory");
-  if (!t->peer_bells || !t->peer_pids) goto fail;
-  bell_name(t->bell_name, t->comm_id, t->rank, t->pid);
-  WEFT_CHECK_GOTO(shm_bell_create(t->bell_name, &t->bell), res, fail);
+  /* Named apart from shm.c's, so a communicator may run both to the same peer. */
+  weft_result_t res = shm_bells_open(&t->bells, "ipcbell", t->comm_id, t->rank, t->nranks, t->pid);
+  if (res != WEFT_SUCCESS) {
+    free(t);
+    return err_context(res, "rank %d: cuda_ipc transport", p->rank);
+  }
   *out = &t->base;
   return WEFT_SUCCESS;
-fail:
-  free(t->peer_bells);
-  free(t->peer_pids);
-  free(t);
-  return err_context(res, "rank %d: cuda_ipc transport", p->rank);
 }
 
 static void ipc_local_addr(const transport_t *base, void *blob) {
@@ -177,41 +163,26 @@ static void ipc_local_addr(const transport_t *base, void *blob) {
 static weft_result_t ipc_attach_peers(transport_t *base, const int *peers, const void *const *blobs,
                                       int n) {
   ipc_transport_t *t = (ipc_transport_t *)base;
-  t->npeers = n;
-  if (n == 0) shm_unlink(t->bell_name);
-  for (int i = 0; i < n; i++) {
+  int *pids = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (!pids) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: cuda_ipc: out of memory", t->rank);
+  weft_result_t res = WEFT_SUCCESS;
+  for (int i = 0; i < n && res == WEFT_SUCCESS; i++) {
     ipc_addr_t a;
     memcpy(&a, blobs[i], sizeof a);
+    pids[i] = a.pid;
     if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id)
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d published no cuda_ipc address", t->rank,
-                      peers[i]);
-    char name[SHM_NAME_MAX];
-    bell_name(name, t->comm_id, peers[i], a.pid);
-    t->peer_pids[peers[i]] = a.pid;
-    weft_result_t res = shm_bell_attach(name, n, &t->peer_bells[peers[i]]);
-    if (res != WEFT_SUCCESS)
-      return err_context(res, "rank %d: cuda_ipc with rank %d", t->rank, peers[i]);
+      res = WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d published no cuda_ipc address", t->rank,
+                     peers[i]);
   }
-  return WEFT_SUCCESS;
+  if (res == WEFT_SUCCESS) res = shm_bells_attach(&t->bells, peers, pids, n);
+  free(pids);
+  return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: cuda_ipc", t->rank);
 }
 
 static void ipc_destroy(transport_t *base) {
   ipc_transport_t *t = (ipc_transport_t *)base;
   if (!t) return;
-  /* Orderly: let every local peer attach to our doorbell first (one may still be in init). */
-  int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
-  while (t->bell && !t->base.aborting && atomic_load(&t->bell->attached) < t->npeers &&
-         clock_now_ms() < deadline) {
-    int dead = 0;
-    for (int r = 0; r < t->nranks; r++) dead |= t->peer_pids[r] && !pid_alive(t->peer_pids[r]);
-    if (dead) break;
-    usleep(1000);
-  }
-  shm_unlink(t->bell_name); /* normally gone already; not after a failed init */
-  for (int r = 0; r < t->nranks; r++) shm_unmap(t->peer_bells[r], sizeof(shm_bell_t));
-  shm_unmap(t->bell, sizeof(shm_bell_t));
-  free(t->peer_bells);
-  free(t->peer_pids);
+  shm_bells_close(&t->bells, !t->base.aborting, t->cfg->connect_timeout_ms, pid_alive);
   free(t);
 }
 
@@ -250,7 +221,7 @@ static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_b
   ipc_transport_t *t = (ipc_transport_t *)base;
   ipc_addr_t a;
   memcpy(&a, peer_blob, sizeof a);
-  if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id || !t->peer_bells[peer])
+  if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id || !t->bells.peers[peer])
     return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d has no cuda_ipc address here", t->rank,
                     peer);
   ipc_conn_t *c = calloc(1, sizeof *c);
@@ -260,7 +231,7 @@ static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_b
   c->t = t;
   c->side = t->rank < peer ? 0 : 1;
   c->peer_pid = a.pid;
-  c->peer_bell = t->peer_bells[peer];
+  c->peer_bell = t->bells.peers[peer];
   c->n = t->cfg->shm_slots;
   c->slot_bytes = t->cfg->slice_bytes;
   if (c->side == 0)
@@ -636,7 +607,7 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
     }
   }
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
-  shm_bell_t *bell = ((const ipc_conn_t *)conns[0])->t->bell;
+  shm_bell_t *bell = ((const ipc_conn_t *)conns[0])->t->bells.mine;
   int slice = fences && timeout_ms > 1 ? 1 : timeout_ms;
   atomic_store(&bell->sleeping, 1);
   uint32_t seen = atomic_load(&bell->bell);

@@ -43,11 +43,7 @@ typedef struct shm_transport {
   int rank, nranks, pid;
   uint64_t comm_id;
   const weft_config_t *cfg;
-  char bell_name[SHM_NAME_MAX];
-  shm_bell_t *bell;        /* ours: peers ring it */
-  shm_bell_t **peer_bells; /* per rank, mapped by attach_peers */
-  int *peer_pids;          /* per rank, 0 where not a local peer */
-  int npeers;              /* local peers: each of them attaches to our doorbell */
+  shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
 } shm_transport_t;
 
 typedef struct {
@@ -77,19 +73,13 @@ static weft_result_t shm_create(const transport_params_t *p, transport_t **out) 
   t->pid = (int)getpid();
   t->comm_id = p->comm_id;
   t->cfg = p->config;
-  t->peer_bells = calloc((size_t)p->nranks, sizeof *t->peer_bells);
-  t->peer_pids = calloc((size_t)p->nranks, sizeof *t->peer_pids);
-  weft_result_t res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
-  if (!t->peer_bells || !t->peer_pids) goto fail;
-  shm_bell_name(t->bell_name, t->comm_id, t->rank, t->pid);
-  WEFT_CHECK_GOTO(shm_bell_create(t->bell_name, &t->bell), res, fail);
+  weft_result_t res = shm_bells_open(&t->bells, "bell", t->comm_id, t->rank, t->nranks, t->pid);
+  if (res != WEFT_SUCCESS) {
+    free(t);
+    return err_context(res, "rank %d: shm transport", p->rank);
+  }
   *out = &t->base;
   return WEFT_SUCCESS;
-fail:
-  free(t->peer_bells);
-  free(t->peer_pids);
-  free(t);
-  return err_context(res, "rank %d: shm transport", p->rank);
 }
 
 static void shm_local_addr(const transport_t *base, void *blob) {
@@ -103,41 +93,24 @@ static void shm_local_addr(const transport_t *base, void *blob) {
 static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const void *const *blobs,
                                       int n) {
   shm_transport_t *t = (shm_transport_t *)base;
-  t->npeers = n;
-  if (n == 0) shm_unlink(t->bell_name); /* nobody will attach */
+  int *pids = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (!pids) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: shm: out of memory", t->rank);
   for (int i = 0; i < n; i++) {
     shm_addr_t a;
     memcpy(&a, blobs[i], sizeof a);
-    char name[SHM_NAME_MAX];
-    shm_bell_name(name, t->comm_id, peers[i], a.pid);
-    t->peer_pids[peers[i]] = a.pid;
-    weft_result_t res = shm_bell_attach(name, n, &t->peer_bells[peers[i]]);
-    if (res != WEFT_SUCCESS)
-      return err_context(res, "rank %d: shm with rank %d", t->rank, peers[i]);
+    pids[i] = a.pid;
   }
-  return WEFT_SUCCESS;
+  weft_result_t res = shm_bells_attach(&t->bells, peers, pids, n);
+  free(pids);
+  return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 
 /* An orderly teardown first lets every local peer attach to our doorbell (one may still be in
  * init), so that it finds it; a dead peer or the connect timeout ends the wait. */
-static void wait_bell_attached(shm_transport_t *t) {
-  int64_t deadline = clock_now_ms() + t->cfg->connect_timeout_ms;
-  while (atomic_load(&t->bell->attached) < t->npeers && clock_now_ms() < deadline) {
-    for (int r = 0; r < t->nranks; r++)
-      if (t->peer_pids[r] && !pid_alive(t->peer_pids[r])) return;
-    usleep(1000);
-  }
-}
-
 static void shm_destroy(transport_t *base) {
   shm_transport_t *t = (shm_transport_t *)base;
   if (!t) return;
-  if (t->bell && !t->base.aborting) wait_bell_attached(t);
-  shm_unlink(t->bell_name); /* normally gone already (ENOENT); not after a failed init */
-  for (int r = 0; r < t->nranks; r++) shm_unmap(t->peer_bells[r], sizeof(shm_bell_t));
-  shm_unmap(t->bell, sizeof(shm_bell_t));
-  free(t->peer_bells);
-  free(t->peer_pids);
+  shm_bells_close(&t->bells, !t->base.aborting, t->cfg->connect_timeout_ms, pid_alive);
   free(t);
 }
 
@@ -145,7 +118,7 @@ static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_b
   shm_transport_t *t = (shm_transport_t *)base;
   shm_addr_t a;
   memcpy(&a, peer_blob, sizeof a);
-  if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id || !t->peer_bells[peer])
+  if (a.magic != ADDR_MAGIC || a.comm_id != t->comm_id || !t->bells.peers[peer])
     return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: rank %d has no shm address here", t->rank, peer);
   shm_conn_t *c = calloc(1, sizeof *c);
   if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
@@ -154,7 +127,7 @@ static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_b
   c->t = t;
   c->side = t->rank < peer ? 0 : 1;
   c->peer_pid = a.pid;
-  c->peer_bell = t->peer_bells[peer];
+  c->peer_bell = t->bells.peers[peer];
   if (c->side == 0)
     shm_pair_name(c->name, t->comm_id, t->rank, t->pid, peer, a.pid);
   else
@@ -358,7 +331,7 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
 #endif
   }
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
-  shm_bell_t *bell = ((const shm_conn_t *)conns[0])->t->bell;
+  shm_bell_t *bell = ((const shm_conn_t *)conns[0])->t->bells.mine;
   atomic_store(&bell->sleeping, 1);
   uint32_t seen = atomic_load(&bell->bell);
   int timed_out = any_ready(conns, n) ? 0 : shm_bell_sleep(bell, seen, timeout_ms);

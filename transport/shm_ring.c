@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,8 +34,9 @@ typedef struct {
 _Static_assert(sizeof(seg_hdr_t) <= HDR_BYTES, "segment header grew");
 _Static_assert(sizeof(shm_ring_ctl_t) == CTL_BYTES, "ring control block changed size");
 
-void shm_bell_name(char *buf, uint64_t comm_id, int rank, int pid) {
-  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-bell-%d.%d", (unsigned long long)comm_id, rank, pid);
+void shm_bell_name(char *buf, const char *kind, uint64_t comm_id, int rank, int pid) {
+  snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-%s-%d.%d", (unsigned long long)comm_id, kind, rank,
+           pid);
 }
 
 void shm_pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid) {
@@ -112,6 +114,55 @@ int shm_bell_sleep(shm_bell_t *b, uint32_t seen, int timeout_ms) {
   struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
   long rc = syscall(SYS_futex, (uint32_t *)&b->bell, FUTEX_WAIT, seen, &ts, NULL, 0);
   return rc != 0 && errno == ETIMEDOUT;
+}
+
+weft_result_t shm_bells_open(shm_bells_t *b, const char *kind, uint64_t comm_id, int rank,
+                             int nranks, int pid) {
+  memset(b, 0, sizeof *b);
+  b->kind = kind;
+  b->comm_id = comm_id;
+  b->rank = rank;
+  b->nranks = nranks;
+  b->peers = calloc((size_t)nranks, sizeof *b->peers);
+  b->pids = calloc((size_t)nranks, sizeof *b->pids);
+  if (!b->peers || !b->pids) {
+    shm_bells_close(b, 0, 0, NULL);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory for %d doorbells", nranks);
+  }
+  shm_bell_name(b->name, kind, comm_id, rank, pid);
+  weft_result_t res = shm_bell_create(b->name, &b->mine);
+  if (res != WEFT_SUCCESS) shm_bells_close(b, 0, 0, NULL);
+  return res;
+}
+
+weft_result_t shm_bells_attach(shm_bells_t *b, const int *peers, const int *pids, int n) {
+  b->npeers = n;
+  if (n == 0) shm_unlink(b->name); /* nobody will attach */
+  for (int i = 0; i < n; i++) {
+    char name[SHM_NAME_MAX];
+    shm_bell_name(name, b->kind, b->comm_id, peers[i], pids[i]);
+    b->pids[peers[i]] = pids[i];
+    WEFT_CHECK_CTX(shm_bell_attach(name, n, &b->peers[peers[i]]), "with rank %d", peers[i]);
+  }
+  return WEFT_SUCCESS;
+}
+
+void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*alive)(int pid)) {
+  int64_t deadline = clock_now_ms() + connect_timeout_ms;
+  int dead = 0;
+  while (orderly && b->mine && !dead && atomic_load(&b->mine->attached) < b->npeers &&
+         clock_now_ms() < deadline) {
+    for (int r = 0; r < b->nranks; r++) dead |= b->pids[r] && !alive(b->pids[r]);
+    if (!dead) usleep(1000);
+  }
+  if (b->mine) shm_unlink(b->name); /* normally gone already (ENOENT); not after a failed init */
+  for (int r = 0; b->peers && r < b->nranks; r++) shm_unmap(b->peers[r], sizeof(shm_bell_t));
+  shm_unmap(b->mine, sizeof(shm_bell_t));
+  free(b->peers);
+  free(b->pids);
+  b->mine = NULL;
+  b->peers = NULL;
+  b->pids = NULL;
 }
 
 static size_t seg_bytes(int nslots, size_t slot_bytes, size_t *data_off) {

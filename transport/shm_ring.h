@@ -46,7 +46,8 @@ typedef struct {
   char *data[2];             /* nslots slots of slot_bytes each, per ring */
 } shm_seg_t;
 
-void shm_bell_name(char *buf, uint64_t comm_id, int rank, int pid);
+/* `kind` tells transports' segments apart in the name ("bell", "ipcbell"). */
+void shm_bell_name(char *buf, const char *kind, uint64_t comm_id, int rank, int pid);
 void shm_pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int hi_pid);
 
 /* Creates this rank's doorbell; *out stays mapped until shm_unmap(*out, sizeof **out). */
@@ -57,6 +58,30 @@ weft_result_t shm_bell_attach(const char *name, int expected, shm_bell_t **out);
 void shm_bell_ring(shm_bell_t *b);
 /* Sleeps until the bell moves from `seen` or timeout_ms passes; 1 if it timed out. */
 int shm_bell_sleep(shm_bell_t *b, uint32_t seen, int timeout_ms);
+
+/* A transport's doorbells: this rank's own, which its local peers ring, and theirs, mapped once
+ * every rank has published its pid (shm.c and cuda_ipc.c keep one set each). */
+typedef struct {
+  const char *kind;
+  uint64_t comm_id;
+  int rank, nranks;
+  char name[SHM_NAME_MAX]; /* of `mine` */
+  shm_bell_t *mine;
+  shm_bell_t **peers; /* per rank, mapped by shm_bells_attach; NULL where not a local peer */
+  int *pids;          /* per rank, 0 where not a local peer */
+  int npeers;         /* local peers: each of them attaches to `mine` */
+} shm_bells_t;
+
+/* Creates this rank's doorbell (named after `kind`, the communicator, the rank and `pid`). */
+weft_result_t shm_bells_open(shm_bells_t *b, const char *kind, uint64_t comm_id, int rank,
+                             int nranks, int pid);
+/* Maps the doorbells of the local peers peers[i] (process pids[i]); the last of them to attach to
+ * a doorbell unlinks it, and with no local peer ours is unlinked at once: from then on a crash
+ * leaves nothing in /dev/shm. */
+weft_result_t shm_bells_attach(shm_bells_t *b, const int *peers, const int *pids, int n);
+/* Unmaps and frees everything. `orderly` first lets every local peer attach to our doorbell (one
+ * may still be in init) until connect_timeout_ms, unless `alive` says one of them died. */
+void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*alive)(int pid));
 
 /* Opens the pair segment, creating it if the peer has not yet (either side may come first);
  * waits until it is initialized, at most until deadline_ms (clock_now_ms). `peer_alive` is
