@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/reduce_kernels.h"
+#include "tools/bench/types.h"
 #include "tools/kernel_bw/opts.h"
 
 static const char *const kernel_names[KBW_NUM_KERNELS] = {"memcpy", "reduce", "reduce_copy",
@@ -108,7 +109,7 @@ int main(int argc, char **argv) {
   if ((err = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess)
     return cuda_failed("cudaGetDeviceProperties", err);
 
-  size_t es = kbw_dtype_size(o.dtype);
+  size_t es = bench_dtype_size(o.dtype);
   size_t max_bytes = o.maxbytes / es * es;
   bench_t b;
   memset(&b, 0, sizeof b);
@@ -140,7 +141,7 @@ int main(int argc, char **argv) {
   }
 
   printf("# kernel_bw: device %d: %s, %d SMs; %s %s%s, median of %d launches after %d warm-up\n",
-         dev, prop.name, prop.multiProcessorCount, kbw_dtype_name(o.dtype), kbw_op_name(o.op),
+         dev, prop.name, prop.multiProcessorCount, bench_dtype_name(o.dtype), bench_op_name(o.op),
          o.op == WEFT_AVG ? " (final step)" : "", o.iters, o.warmup);
   printf(
       "# GB/s = bytes moved / time: memcpy (device to device) and copy 2 x size, reduce 3 x size\n"
@@ -162,8 +163,8 @@ int main(int argc, char **argv) {
       if (time_kernel(&b, &o, (kbw_kernel_t)k, count, bytes, &us[k])) return 1;
       gbps[k] = kbw_gbps(kbw_bytes_moved((kbw_kernel_t)k, bytes), us[k]);
     }
-    printf(" %11zu %11zu %8s %6s %11.1f %8.1f", bytes, count, kbw_dtype_name(o.dtype),
-           kbw_op_name(o.op), us[KBW_MEMCPY], gbps[KBW_MEMCPY]);
+    printf(" %11zu %11zu %8s %6s %11.1f %8.1f", bytes, count, bench_dtype_name(o.dtype),
+           bench_op_name(o.op), us[KBW_MEMCPY], gbps[KBW_MEMCPY]);
     for (int k = KBW_REDUCE; k < KBW_NUM_KERNELS; k++)
       printf(" %11.1f %8.1f %6.3f", us[k], gbps[k], gbps[k] / gbps[KBW_MEMCPY]);
     printf("\n");

@@ -8,61 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dtype_names[WEFT_NUM_DTYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
-static const char *const weft_dtype_names[WEFT_NUM_DTYPES] = {
-    "int8",   "uint8",   "int32",    "uint32",  "int64",
-    "uint64", "float16", "bfloat16", "float32", "float64"};
-static const size_t dtype_sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-static const char *const op_names[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
+#include "tools/bench/args.h"
+#include "tools/bench/types.h"
 
-int kbw_parse_size(const char *text, size_t *bytes) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (end == text || errno || !(v >= 0)) return -1;
-  double unit = 1;
-  if (*end == 'K' || *end == 'k')
-    unit = 1024.0, end++;
-  else if (*end == 'M' || *end == 'm')
-    unit = 1048576.0, end++;
-  else if (*end == 'G' || *end == 'g')
-    unit = 1073741824.0, end++;
-  v *= unit;
-  if (*end || v != floor(v) || v > (double)SIZE_MAX / 4) return -1;
-  *bytes = (size_t)v;
-  return 0;
-}
-
-int kbw_parse_dtype(const char *name, weft_dtype_t *dtype) {
-  for (int d = 0; d < WEFT_NUM_DTYPES; d++) {
-    if (strcmp(name, dtype_names[d]) == 0 || strcmp(name, weft_dtype_names[d]) == 0) {
-      *dtype = (weft_dtype_t)d;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-const char *kbw_dtype_name(weft_dtype_t dtype) {
-  return (unsigned)dtype < WEFT_NUM_DTYPES ? dtype_names[dtype] : "?";
-}
-
-size_t kbw_dtype_size(weft_dtype_t dtype) {
-  return (unsigned)dtype < WEFT_NUM_DTYPES ? dtype_sizes[dtype] : 0;
-}
-
-int kbw_parse_op(const char *name, weft_op_t *op) {
-  for (int i = 0; i < WEFT_NUM_OPS; i++) {
-    if (strcmp(name, op_names[i]) == 0) {
-      *op = (weft_op_t)i;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-const char *kbw_op_name(weft_op_t op) { return (unsigned)op < WEFT_NUM_OPS ? op_names[op] : "?"; }
 
 static int parse_int(const char *text, int min, int max, int *out) {
   char *end;
@@ -107,19 +55,19 @@ int kbw_parse(int argc, char **argv, kbw_opts_t *o, char *err, size_t errlen) {
     int bad = 0;
     switch (a[1]) {
       case 'b':
-        bad = kbw_parse_size(v, &o->minbytes);
+        bad = bench_parse_size(v, &o->minbytes);
         break;
       case 'e':
-        bad = kbw_parse_size(v, &o->maxbytes);
+        bad = bench_parse_size(v, &o->maxbytes);
         break;
       case 'f':
-        bad = kbw_parse_size(v, &o->stepfactor) || o->stepfactor < 2;
+        bad = bench_parse_size(v, &o->stepfactor) || o->stepfactor < 2;
         break;
       case 'd':
-        bad = kbw_parse_dtype(v, &o->dtype);
+        bad = bench_dtype_parse(v, &o->dtype);
         break;
       case 'o':
-        bad = kbw_parse_op(v, &o->op);
+        bad = bench_op_parse(v, &o->op);
         break;
       case 'n':
         bad = parse_int(v, 1, 1000000, &o->iters);
@@ -136,10 +84,10 @@ int kbw_parse(int argc, char **argv, kbw_opts_t *o, char *err, size_t errlen) {
       return -1;
     }
   }
-  size_t es = kbw_dtype_size(o->dtype);
+  size_t es = bench_dtype_size(o->dtype);
   if (o->minbytes < es) {
     snprintf(err, errlen, "-b %zu is less than one %s element", o->minbytes,
-             kbw_dtype_name(o->dtype));
+             bench_dtype_name(o->dtype));
     return -1;
   }
   if (o->maxbytes < o->minbytes) {

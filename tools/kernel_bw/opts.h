@@ -26,15 +26,7 @@ typedef struct {
  * for -h (usage printed to stdout), or -1 with a message in err. */
 int kbw_parse(int argc, char **argv, kbw_opts_t *o, char *err, size_t errlen);
 
-/* "12", "64K", "1M", "1G" -> bytes; -1 when not a whole number of bytes. */
-int kbw_parse_size(const char *text, size_t *bytes);
-
-/* nccl-tests' names (half, float, double, ...) and weft's (float16, float32, ...). */
-int kbw_parse_dtype(const char *name, weft_dtype_t *dtype);
-const char *kbw_dtype_name(weft_dtype_t dtype); /* nccl-tests' */
-size_t kbw_dtype_size(weft_dtype_t dtype);
-int kbw_parse_op(const char *name, weft_op_t *op);
-const char *kbw_op_name(weft_op_t op);
+/* Sizes, dtypes and ops are parsed and named as weft-bench does (tools/bench: args.h, types.h). */
 
 /* The median of v[0..n), n >= 1 (v is sorted in place): the mean of the two middle values for even
  * n. Medians, not means, so one launch delayed by the host does not move the result. */
