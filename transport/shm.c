@@ -8,7 +8,8 @@
  * copy. Slots are freed in order by moving `tail` (release). Messages larger than a slot go
  * through several slots in turn.
  *
- * Waiting: a few hundred polls, then a futex sleep on this rank's doorbell, which every peer bumps
+ * Waiting: a few hundred polls, then polls that yield the core between them for up to
+ * WEFT_SPIN_US (common/spin.h), then a futex sleep on this rank's doorbell, which every peer bumps
  * after filling our incoming ring or freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
@@ -23,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/spin.h"
 #include "transport/shm_ring.h"
 #include "transport/transport.h"
 
@@ -317,6 +319,16 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
+typedef struct {
+  conn_t *const *conns;
+  int n;
+} conn_set_t;
+
+static int set_ready(void *arg) {
+  const conn_set_t *set = arg;
+  return any_ready(set->conns, set->n);
+}
+
 static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
@@ -330,8 +342,12 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
     __builtin_ia32_pause();
 #endif
   }
+  const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
+  int64_t budget_us = (int64_t)timeout_ms * 1000;
+  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
+  if (spin_yield_until(set_ready, &(conn_set_t){conns, n}, budget_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
-  shm_bell_t *bell = ((const shm_conn_t *)conns[0])->t->bells.mine;
+  shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);
   uint32_t seen = atomic_load(&bell->bell);
   int timed_out = any_ready(conns, n) ? 0 : shm_bell_sleep(bell, seen, timeout_ms);

@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/spin.h"
 #include "common/net.h"
 #include "transport/tcp_wire.h"
 #include "transport/transport.h"
@@ -294,10 +296,33 @@ static void part_done(xfer_part_t **head, xfer_part_t **tail) {
   if (--p->owner->parts_left == 0) p->owner->complete = 1;
 }
 
+/* Queued parts go out (and come in) several per system call: a collective's call description
+ * and its first slice leave in one segment and wake the receiver once, not twice. */
+#define IOV_BATCH 16
+
+static int gather(const xfer_part_t *p, struct iovec *iov) {
+  int n = 0;
+  for (; p && n < IOV_BATCH; p = p->next) iov[n++] = (struct iovec){p->ptr, p->left};
+  return n;
+}
+
+/* Advances the queue by `n` bytes moved, completing the parts they finish. */
+static void consume(xfer_part_t **head, xfer_part_t **tail, size_t n) {
+  while (n > 0) {
+    xfer_part_t *p = *head;
+    size_t k = n < p->left ? n : p->left;
+    p->ptr += k;
+    p->left -= k;
+    n -= k;
+    if (p->left == 0) part_done(head, tail);
+  }
+}
+
 static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed) {
+  struct iovec iov[IOV_BATCH];
   while (lane->send_head) {
-    xfer_part_t *p = lane->send_head;
-    ssize_t n = send(lane->fd, p->ptr, p->left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)gather(lane->send_head, iov)};
+    ssize_t n = sendmsg(lane->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       if (errno == EINTR) continue;
@@ -305,13 +330,11 @@ static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed)
                       strerror(errno));
     }
     *progressed = 1;
-    p->ptr += n;
-    p->left -= (size_t)n;
-    if (p->left == 0) part_done(&lane->send_head, &lane->send_tail);
+    consume(&lane->send_head, &lane->send_tail, (size_t)n);
   }
   while (lane->recv_head) {
-    xfer_part_t *p = lane->recv_head;
-    ssize_t n = recv(lane->fd, p->ptr, p->left, MSG_DONTWAIT);
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)gather(lane->recv_head, iov)};
+    ssize_t n = recvmsg(lane->fd, &m, MSG_DONTWAIT);
     if (n == 0)
       return WEFT_ERR(WEFT_ERR_REMOTE,
                       "connection closed by rank %d while receiving from it (did it exit or "
@@ -324,9 +347,7 @@ static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed)
                       c->base.peer, strerror(errno));
     }
     *progressed = 1;
-    p->ptr += n;
-    p->left -= (size_t)n;
-    if (p->left == 0) part_done(&lane->recv_head, &lane->recv_tail);
+    consume(&lane->recv_head, &lane->recv_tail, (size_t)n);
   }
   return WEFT_SUCCESS;
 }
@@ -335,6 +356,16 @@ static weft_result_t tcp_progress(conn_t *base, int *progressed) {
   tcp_conn_t *c = (tcp_conn_t *)base;
   for (int i = 0; i < c->nlanes; i++) WEFT_CHECK(lane_progress(c, &c->lanes[i], progressed));
   return WEFT_SUCCESS;
+}
+
+typedef struct {
+  struct pollfd *fds;
+  nfds_t n;
+} pfd_set_t;
+
+static int pfds_ready(void *arg) {
+  pfd_set_t *set = arg;
+  return poll(set->fds, set->n, 0) != 0; /* an error is reported by the blocking poll after */
 }
 
 static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
@@ -349,6 +380,12 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
     }
   }
   if (np == 0) return WEFT_SUCCESS;
+  /* Poll without blocking (yielding the core) first: a blocking poll that sleeps costs a wake-up
+   * per message, most of a small message's time (common/spin.h). */
+  int64_t budget_us = (int64_t)timeout_ms * 1000;
+  const tcp_transport_t *t = ((const tcp_conn_t *)conns[0])->t;
+  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
+  if (spin_yield_until(pfds_ready, &(pfd_set_t){pfds, (nfds_t)np}, budget_us)) return WEFT_SUCCESS;
   if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
   return WEFT_SUCCESS;

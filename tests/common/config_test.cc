@@ -25,6 +25,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(cfg.nsocks, 1);
   EXPECT_EQ(cfg.slice_bytes, 65536u);
   EXPECT_STREQ(cfg.socket_ifname, "");
+  EXPECT_EQ(cfg.spin_us, 1000);
 }
 
 TEST(Config, ReadsValuesAndSizeSuffixes) {

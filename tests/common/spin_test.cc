@@ -1,0 +1,45 @@
+// spin_test.cc -- the yielding poll phase of transport waits (common/spin.h).
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "common/clock.h"
+#include "common/spin.h"
+}
+
+namespace {
+
+struct Counter {
+  int calls = 0;
+  int ready_at = -1;  // the call that first reports ready; -1: never
+};
+
+int count_ready(void* arg) {
+  auto* c = static_cast<Counter*>(arg);
+  return ++c->calls == c->ready_at;
+}
+
+TEST(Spin, ReturnsAsSoonAsReady) {
+  Counter c;
+  c.ready_at = 3;
+  EXPECT_EQ(spin_yield_until(count_ready, &c, 10 * 1000 * 1000), 1);
+  EXPECT_EQ(c.calls, 3);
+}
+
+TEST(Spin, GivesUpAfterItsBudget) {
+  Counter c;
+  int64_t start = clock_now_ns();
+  EXPECT_EQ(spin_yield_until(count_ready, &c, 2000), 0);
+  int64_t took_us = (clock_now_ns() - start) / 1000;
+  EXPECT_GE(took_us, 2000);
+  EXPECT_LT(took_us, 2 * 1000 * 1000);  // generous: a loaded machine may not run us for a while
+  EXPECT_GT(c.calls, 1);
+}
+
+TEST(Spin, ZeroBudgetDoesNotPoll) {
+  Counter c;
+  c.ready_at = 1;
+  EXPECT_EQ(spin_yield_until(count_ready, &c, 0), 0);
+  EXPECT_EQ(c.calls, 0);
+}
+
+}  // namespace
