@@ -35,7 +35,7 @@ fi
 # --- build --------------------------------------------------------------------------------------
 # Own output base and no symlinks: other builds of this checkout may run at the same time.
 bazel=(bazel --output_base="${HOME}/.cache/bazel-peers")
-"${bazel[@]}" build -c opt --symlink_prefix=/ //tools:weft-run //tools/peers:weft_bench
+"${bazel[@]}" build -c opt --symlink_prefix=/ //tools:weft-run //tools/peers:weft_bench //tools/peers:reduce_bw
 wbin=$("${bazel[@]}" info -c opt bazel-bin 2>/dev/null)
 bin=$(mktemp -d "${TMPDIR:-/tmp}/weft-compare.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
@@ -52,12 +52,14 @@ sweep=(-b "$min" -e "$max" -n "$iters" -w 3)
 # --- this machine's limits (median of 3 runs each) ------------------------------------------------
 median3() { sort -g | sed -n 2p; }
 memcpy_bw=$(for i in 1 2 3; do "$bin/memcpy_bw" | awk '{print $2}'; done | median3)
+reduce_bw=$(for i in 1 2 3; do "$wbin/tools/peers/reduce_bw" | awk '{print $2}'; done | median3)
 tcp_run=$(for i in 1 2 3; do "$bin/tcp_loopback" | awk '{print $2, $4}'; done | median3)
 tcp_bw=${tcp_run% *} tcp_cores=${tcp_run#* }
 {
   echo "date $(date -Is)  host $(hostname)  cores $(nproc)  load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "kernel $(uname -r)  gloo $(dpkg-query -W -f='${Version}' libgloo-dev)  openmpi $(dpkg-query -W -f='${Version}' openmpi-bin)"
   echo "memcpy_GBps $memcpy_bw   (one thread, 256 MiB buffers, median of 9, median of 3 runs)"
+  echo "reduce_GBps $reduce_bw   (weft's float32 sum into 256 MiB buffers from a 64 KiB slice, median of 9, median of 3 runs)"
   echo "tcp_loopback_GBps $tcp_bw cores_busy $tcp_cores   (one stream, 1 GiB through 127.0.0.1, median of 3 runs)"
 } | tee "$out/limits.txt"
 
@@ -104,6 +106,6 @@ for n in ${ranks//,/ }; do
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------
-python3 $p/compare_table.py "$out" "$memcpy_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" | tee "$out/table.txt"
+python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" | tee "$out/table.txt"
 gnuplot -e "csv='$out/compare.csv'; png='$out/compare.png'; ranks='${ranks//,/ }'" $p/compare.gp
 echo "compare: wrote $out/{compare.csv,compare.png,table.txt,limits.txt,raw/}" >&2

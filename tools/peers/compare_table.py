@@ -1,6 +1,6 @@
 """compare_table.py -- joins compare.sh's raw logs into compare.csv and a printed table with ratios and limits.
 
-Usage: compare_table.py OUTDIR MEMCPY_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no)
+Usage: compare_table.py OUTDIR MEMCPY_GBPS REDUCE_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no)
 """
 import csv
 import glob
@@ -8,9 +8,18 @@ import os
 import re
 import sys
 
-out, memcpy, tcp, busy, cores, knob = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
-                                       float(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+out, memcpy, reduce, tcp, busy, cores, knob = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
+                                               float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]),
+                                               sys.argv[7])
 per_core = tcp / busy  # loopback bytes/s one core moves, both kernel copies included
+
+
+def tcp_limit(p):
+    """Ring all-reduce busbw this machine allows over loopback (printed below with its derivation)."""
+    return 2 * cores / (p * (2 / per_core + 1 / reduce))
+
+
+
 COLS = ["weft-auto", "weft-tcp", "weft-shm", "gloo-ring", "gloo-ring_chunked", "gloo-halving_doubling",
         "openmpi-default", "openmpi-tcp"]
 TCP_PEERS = ["gloo-ring", "gloo-ring_chunked", "gloo-halving_doubling", "openmpi-tcp"]
@@ -53,7 +62,7 @@ rows = []
 for (n, size), row in sorted(busbw.items()):
     bt, bt_name = best(row, TCP_PEERS)
     ba, _ = best(row, ALL_PEERS)
-    limit = per_core * cores / n
+    limit = tcp_limit(n)
     rows.append([n, size] + [f"{row[c]:.3f}" if num(row.get(c)) else row.get(c, "n/a") for c in COLS] +
                 [bt_name, ratio(num(row.get("weft-tcp")), bt), ratio(num(row.get("weft-shm")), ba),
                  ratio(num(row.get("weft-auto")), ba), f"{limit:.3f}", ratio(num(row.get(tcp_path)), limit)])
@@ -62,14 +71,16 @@ with open(os.path.join(out, "compare.csv"), "w", newline="") as f:
     csv.writer(f).writerows([header] + rows)
 
 print(f"""
-Limits (this machine: {cores} cores, memcpy {memcpy:.2f} GB/s; one loopback TCP stream: T = {tcp:.2f} GB/s
-with U = {busy:.2f} cores busy (sender + receiver CPU time / wall time))
+Limits (this machine: {cores} cores, memcpy {memcpy:.2f} GB/s, reduction R = {reduce:.2f} GB/s; one loopback
+TCP stream: T = {tcp:.2f} GB/s with U = {busy:.2f} cores busy (sender + receiver CPU time / wall time))
   Each byte crossing loopback costs two kernel copies (into the sender's socket buffer, out of the
   receiver's); the single stream pays exactly those, so one core moves T/U = {per_core:.2f} GB/s across.
-  Ring all-reduce of n bytes on p ranks: each rank sends 2(p-1)/p*n, so 2(p-1)*n bytes cross in all:
-      t >= 2(p-1)*n / (cores*T/U)   =>   busbw = (n/t) * 2(p-1)/p <= (T/U) * cores / p
-  = {', '.join(f'{per_core * cores / p:.2f} GB/s at p={p}' for p in sorted({k[0] for k in busbw}))}.
-  It assumes all cores are free for this job and leaves out the reduction pass (optimistic);
+  Ring all-reduce of n bytes on p ranks: each rank sends 2(p-1)/p*n and reduces (p-1)/p*n, so
+  2(p-1)*n bytes cross and (p-1)*n are reduced in all, on `cores` cores:
+      t >= (p-1)*n * (2U/T + 1/R) / cores   =>   busbw = (n/t) * 2(p-1)/p <= 2*cores / (p*(2U/T + 1/R))
+  = {', '.join(f'{tcp_limit(p):.2f} GB/s at p={p}' for p in sorted({k[0] for k in busbw}))}.
+  It assumes all cores are free for this job, and that the socket copies run as fast from and to
+  buffers the size of the message as the single stream runs from its 1 MiB buffer (optimistic);
   for scale, the copies alone at memcpy speed would allow cores*M/(2p). weft's fraction uses
   {tcp_path}{'' if knob == 'yes' else ' (WEFT_TRANSPORT unknown to this weft: auto is its TCP transport)'}.
 """)
