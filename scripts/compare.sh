@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # compare.sh -- float32 sum all-reduce: weft (tcp, shm, auto) next to Gloo and Open MPI on this machine.
-# Usage: scripts/compare.sh [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20]
-# Writes results/<date>-compare/: compare.csv (busbw in GB/s), compare.png, limits.txt, raw/*.log.
+# Usage: scripts/compare.sh [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--out DIR]
+# Writes DIR (default results/<date>-compare/): compare.csv (busbw in GB/s), compare.png, limits.txt, raw/*.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ranks=2,4 min=4K max=64M iters=20
+ranks=2,4 min=4K max=64M iters=20 out=results/$(date +%F)-compare
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks=$2 ;;
     --min) min=$2 ;;
     --max) max=$2 ;;
     --iters) iters=$2 ;;
-    *) echo "usage: $0 [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20]" >&2; exit 2 ;;
+    --out) out=$2 ;;
+    *) echo "usage: $0 [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--out DIR]" >&2; exit 2 ;;
   esac
   shift 2
 done
@@ -44,13 +45,14 @@ g++ -O2 -std=c++17 -Wall -Wextra -o "$bin/gloo_bench" $p/gloo_bench.cc -L/usr/li
 mpicc -O2 -Wall -Wextra -o "$bin/mpi_bench" $p/mpi_bench.c
 gcc -O2 -Wall -Wextra -o "$bin/memcpy_bw" $p/memcpy_bw.c
 gcc -O2 -Wall -Wextra -o "$bin/tcp_loopback" $p/tcp_loopback.c
+gcc -O2 -Wall -Wextra -o "$bin/tcp_latency_floor" $p/tcp_latency_floor.c
 
-out=results/$(date +%F)-compare
 mkdir -p "$out/raw"
 sweep=(-b "$min" -e "$max" -n "$iters" -w 3)
 
 # --- this machine's limits (median of 3 runs each) ------------------------------------------------
 median3() { sort -g | sed -n 2p; }
+peer_size() { numfmt --from=iec "$1"; } # 4K -> 4096, as the drivers read sizes
 memcpy_bw=$(for i in 1 2 3; do "$bin/memcpy_bw" | awk '{print $2}'; done | median3)
 reduce_bw=$(for i in 1 2 3; do "$wbin/tools/peers/reduce_bw" | awk '{print $2}'; done | median3)
 tcp_run=$(for i in 1 2 3; do "$bin/tcp_loopback" | awk '{print $2, $4}'; done | median3)
@@ -62,6 +64,15 @@ tcp_bw=${tcp_run% *} tcp_cores=${tcp_run#* }
   echo "reduce_GBps $reduce_bw   (weft's float32 sum into 256 MiB buffers from a 64 KiB slice, median of 9, median of 3 runs)"
   echo "tcp_loopback_GBps $tcp_bw cores_busy $tcp_cores   (one stream, 1 GiB through 127.0.0.1, median of 3 runs)"
 } | tee "$out/limits.txt"
+
+# The fastest the smallest size can go over bare loopback sockets, per rank count (powers of two).
+: >"$out/floor.txt"
+for n in ${ranks//,/ }; do
+  [ $((n & (n - 1))) -eq 0 ] || continue
+  us=$(for i in 1 2 3; do "$bin/tcp_latency_floor" "$n" "$(peer_size "$min")" 2000 | awk '{print $2}'; done | median3)
+  echo "$n $us" >>"$out/floor.txt"
+  echo "tcp_floor_us ${n}ranks $us   (recursive doubling of $min on bare loopback sockets, yielding polls, median of 3 runs)" | tee -a "$out/limits.txt"
+done
 
 # --- does this weft know WEFT_TRANSPORT? ----------------------------------------------------------
 # Known if a bogus value makes init fail, or the name is compiled in at all; otherwise setting it
@@ -106,6 +117,6 @@ for n in ${ranks//,/ }; do
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------
-python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" | tee "$out/table.txt"
+python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" "$out/floor.txt" | tee "$out/table.txt"
 gnuplot -e "csv='$out/compare.csv'; png='$out/compare.png'; ranks='${ranks//,/ }'" $p/compare.gp
 echo "compare: wrote $out/{compare.csv,compare.png,table.txt,limits.txt,raw/}" >&2

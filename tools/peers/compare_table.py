@@ -1,6 +1,7 @@
 """compare_table.py -- joins compare.sh's raw logs into compare.csv and a printed table with ratios and limits.
 
-Usage: compare_table.py OUTDIR MEMCPY_GBPS REDUCE_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no)
+Usage: compare_table.py OUTDIR MEMCPY_GBPS REDUCE_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no) [FLOOR_FILE]
+FLOOR_FILE: lines "RANKS US" -- the raw-TCP 4 KiB all-reduce floor per rank count (tcp_latency_floor).
 """
 import csv
 import glob
@@ -11,6 +12,11 @@ import sys
 out, memcpy, reduce, tcp, busy, cores, knob = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
                                                float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]),
                                                sys.argv[7])
+floor = {}
+if len(sys.argv) > 8 and os.path.exists(sys.argv[8]):
+    for line in open(sys.argv[8]):
+        k, v = line.split()
+        floor[int(k)] = float(v)
 per_core = tcp / busy  # loopback bytes/s one core moves, both kernel copies included
 
 
@@ -26,8 +32,9 @@ TCP_PEERS = ["gloo-ring", "gloo-ring_chunked", "gloo-halving_doubling", "openmpi
 ALL_PEERS = TCP_PEERS + ["openmpi-default"]
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s*$")
 
-# busbw[(ranks, size)][column] = GB/s, or "wrong" when the result check failed.
+# busbw[(ranks, size)][column] = GB/s, or "wrong" when the result check failed; usec likewise, time.
 busbw = {}
+usec = {}
 for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks.log"))):
     n = int(re.search(r"_(\d+)ranks\.log$", path).group(1))
     col = None
@@ -39,6 +46,7 @@ for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks.log"))):
         if m and col:
             size, bw, wrong = int(m.group(1)), float(m.group(5)), int(m.group(6))
             busbw.setdefault((n, size), {})[col] = "wrong" if wrong else bw
+            usec.setdefault((n, size), {})[col] = "wrong" if wrong else float(m.group(3))
 
 
 def num(v):
@@ -95,3 +103,19 @@ for r in rows:
     cells = [str(c).replace("gloo-", "g-").replace("openmpi-", "mpi-").replace("halving_doubling", "hd")
              .replace("ring_chunked", "chunk") for c in r]
     print(" ".join(f"{c:>9}" for c in cells))
+
+# Latency at the smallest size: the issue's targets compare weft over TCP with Open MPI over TCP
+# (at most half), weft over shm with Open MPI's default (at most equal).
+lat_cols = ["weft-tcp", "weft-shm", "weft-auto", "openmpi-tcp", "openmpi-default", "gloo-ring",
+            "gloo-halving_doubling"]
+for n in sorted({k[0] for k in usec}):
+    size = min(k[1] for k in usec if k[0] == n)
+    row = usec[(n, size)]
+    cells = [f"{short.get(c, c)} {row[c]:.1f}" if num(row.get(c)) else f"{short.get(c, c)} n/a" for c in lat_cols]
+    print(f"\n{n} ranks, {size} bytes, time in us: " + ", ".join(cells))
+    print(f"  w-tcp/mpi-tcp {ratio(num(row.get('weft-tcp')), num(row.get('openmpi-tcp')))}"
+          f" (target <= 0.5), w-shm/mpi-def {ratio(num(row.get('weft-shm')), num(row.get('openmpi-default')))}"
+          f" (target <= 1)")
+    if n in floor:
+        print(f"  raw-TCP floor (tcp_latency_floor: recursive doubling on bare sockets, no library) "
+              f"{floor[n]:.1f} us; w-tcp/floor {ratio(num(row.get('weft-tcp')), floor[n])}")
