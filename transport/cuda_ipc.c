@@ -36,6 +36,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/spin.h"
 #include "device/device.h"
 #include "transport/shm_ring.h"
 #include "transport/transport.h"
@@ -43,7 +44,6 @@
 #define ADDR_MAGIC 0x57434941u /* "WCIA" */
 #define HOST_SLOT 256          /* bytes of a host slot; also holds a handle_area_t */
 #define DEV_BIT 0x80000000u    /* in an entry's length word: the bytes are in the device slot */
-#define SPIN_POLLS 300
 /* While device copies are in flight: poll them (yielding the core) this long before each 1 ms
  * sleep. A slot copy takes microseconds; a 1 ms sleep per slice would be most of the time. */
 #define FENCE_SPIN_NS 200000
@@ -585,6 +585,16 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
+typedef struct {
+  conn_t *const *conns;
+  int n;
+} conn_set_t;
+
+static int set_ready(void *arg) {
+  const conn_set_t *set = arg;
+  return any_ready(set->conns, set->n);
+}
+
 static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
   int any_busy = 0, fences = 0;
   for (int i = 0; i < n; i++) {
@@ -593,12 +603,11 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
     fences |= fences_pending(c);
   }
   if (!any_busy) return WEFT_SUCCESS;
-  for (int spin = 0; spin < SPIN_POLLS; spin++) {
-    if (any_ready(conns, n)) return WEFT_SUCCESS;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  /* Yielding polls first, as shm's wait (no PAUSE spin: see shm.c). */
+  int64_t budget_us = (int64_t)timeout_ms * 1000;
+  const ipc_transport_t *t = ((const ipc_conn_t *)conns[0])->t;
+  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
+  if (spin_yield_until(set_ready, &(conn_set_t){conns, n}, budget_us)) return WEFT_SUCCESS;
   if (fences) { /* the copy engines (or the emulation's workers) need the core more than we do */
     int64_t until = clock_now_ns() + FENCE_SPIN_NS;
     while (clock_now_ns() < until) {
@@ -607,7 +616,7 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
     }
   }
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
-  shm_bell_t *bell = ((const ipc_conn_t *)conns[0])->t->bells.mine;
+  shm_bell_t *bell = t->bells.mine;
   int slice = fences && timeout_ms > 1 ? 1 : timeout_ms;
   atomic_store(&bell->sleeping, 1);
   uint32_t seen = atomic_load(&bell->bell);
