@@ -40,7 +40,8 @@ typedef struct {
   int cur;        /* position in ops of the op being posted */
   size_t next_slice;
   int hdr_pending; /* the call description still has to be posted on this stream */
-  flight_t fifo[MAX_WINDOW];
+  flight_t *fifo; /* `window` entries: sized per call, since zeroing MAX_WINDOW of them per
+                   * stream (36 KiB) was most of a small call's own time */
   int head, count;
   char *staging; /* window slots of slice bytes, for reducing receives */
 } stream_t;
@@ -144,6 +145,7 @@ static stream_t *stream_for(run_t *r, int peer, int is_send) {
   st->peer = peer;
   st->is_send = is_send;
   st->ops = malloc(sizeof(int) * (size_t)(r->s->nops + 1));
+  st->fifo = calloc((size_t)r->window, sizeof *st->fifo);
   return st;
 }
 
@@ -176,7 +178,7 @@ static weft_result_t setup(run_t *r) {
       continue;
     }
     stream_t *st = stream_for(r, op->peer, is_send_kind(op->kind));
-    if (!st->ops) goto oom;
+    if (!st->ops || !st->fifo) goto oom;
     st->ops[st->nops++] = i;
   }
   size_t slot_bytes = r->slice_elems * r->esize;
@@ -185,7 +187,7 @@ static weft_result_t setup(run_t *r) {
   size_t need = 2 * HDR_BYTES + 64 + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
-    if (!st->ops) goto oom;
+    if (!st->ops || !st->fifo) goto oom;
     /* Connected first: whether a stream needs staging depends on its transport. */
     WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
     if (r->device && !recv_in_place(st))
@@ -239,7 +241,10 @@ oom:
 }
 
 static void run_free(run_t *r) {
-  for (int i = 0; r->streams && i < r->nstreams; i++) free(r->streams[i].ops);
+  for (int i = 0; r->streams && i < r->nstreams; i++) {
+    free(r->streams[i].ops);
+    free(r->streams[i].fifo);
+  }
   free(r->states);
   free(r->streams);
   free(r->conns);
