@@ -57,12 +57,15 @@ memcpy_bw=$(for i in 1 2 3; do "$bin/memcpy_bw" | awk '{print $2}'; done | media
 reduce_bw=$(for i in 1 2 3; do "$wbin/tools/peers/reduce_bw" | awk '{print $2}'; done | median3)
 tcp_run=$(for i in 1 2 3; do "$bin/tcp_loopback" | awk '{print $2, $4}'; done | median3)
 tcp_bw=${tcp_run% *} tcp_cores=${tcp_run#* }
+cold_run=$(for i in 1 2 3; do "$bin/tcp_loopback" cold | awk '{print $2, $4}'; done | median3)
+cold_bw=${cold_run% *} cold_cores=${cold_run#* }
 {
   echo "date $(date -Is)  host $(hostname)  cores $(nproc)  load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "kernel $(uname -r)  gloo $(dpkg-query -W -f='${Version}' libgloo-dev)  openmpi $(dpkg-query -W -f='${Version}' openmpi-bin)"
   echo "memcpy_GBps $memcpy_bw   (one thread, 256 MiB buffers, median of 9, median of 3 runs)"
   echo "reduce_GBps $reduce_bw   (weft's float32 sum into 256 MiB buffers from a 64 KiB slice, median of 9, median of 3 runs)"
   echo "tcp_loopback_GBps $tcp_bw cores_busy $tcp_cores   (one stream, 1 GiB through 127.0.0.1, median of 3 runs)"
+  echo "tcp_loopback_cold_GBps $cold_bw cores_busy $cold_cores   (the same from and into 256 MiB buffers, median of 3 runs)"
 } | tee "$out/limits.txt"
 
 # The fastest the smallest size can go over bare loopback sockets, per rank count (powers of two).
@@ -117,6 +120,6 @@ for n in ${ranks//,/ }; do
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------
-python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" "$out/floor.txt" | tee "$out/table.txt"
+python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" "$out/floor.txt" "$cold_bw" "$cold_cores" | tee "$out/table.txt"
 gnuplot -e "csv='$out/compare.csv'; png='$out/compare.png'; ranks='${ranks//,/ }'" $p/compare.gp
 echo "compare: wrote $out/{compare.csv,compare.png,table.txt,limits.txt,raw/}" >&2

@@ -1,6 +1,7 @@
 """compare_table.py -- joins compare.sh's raw logs into compare.csv and a printed table with ratios and limits.
 
 Usage: compare_table.py OUTDIR MEMCPY_GBPS REDUCE_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no) [FLOOR_FILE]
+       [COLD_TCP_GBPS COLD_CORES_BUSY]
 FLOOR_FILE: lines "RANKS US" -- the raw-TCP 4 KiB all-reduce floor per rank count (tcp_latency_floor).
 """
 import csv
@@ -20,9 +21,12 @@ if len(sys.argv) > 8 and os.path.exists(sys.argv[8]):
 per_core = tcp / busy  # loopback bytes/s one core moves, both kernel copies included
 
 
-def tcp_limit(p):
+cold_per_core = float(sys.argv[9]) / float(sys.argv[10]) if len(sys.argv) > 10 else None
+
+
+def tcp_limit(p, core_rate=per_core):
     """Ring all-reduce busbw this machine allows over loopback (printed below with its derivation)."""
-    return 2 * cores / (p * (2 / per_core + 1 / reduce))
+    return 2 * cores / (p * (2 / core_rate + 1 / reduce))
 
 
 
@@ -78,6 +82,15 @@ for (n, size), row in sorted(busbw.items()):
 with open(os.path.join(out, "compare.csv"), "w", newline="") as f:
     csv.writer(f).writerows([header] + rows)
 
+def cold_text():
+    if not cold_per_core:
+        return ""
+    return (f"\n  The same stream from and into 256 MiB buffers (beyond the caches, like a large all-reduce's)"
+            f"\n  moves {cold_per_core:.2f} GB/s per core, which makes the limit "
+            + ", ".join(f"{tcp_limit(p, cold_per_core):.2f} GB/s at p={p}" for p in sorted({k[0] for k in busbw}))
+            + ".")
+
+
 print(f"""
 Limits (this machine: {cores} cores, memcpy {memcpy:.2f} GB/s, reduction R = {reduce:.2f} GB/s; one loopback
 TCP stream: T = {tcp:.2f} GB/s with U = {busy:.2f} cores busy (sender + receiver CPU time / wall time))
@@ -89,8 +102,8 @@ TCP stream: T = {tcp:.2f} GB/s with U = {busy:.2f} cores busy (sender + receiver
   = {', '.join(f'{tcp_limit(p):.2f} GB/s at p={p}' for p in sorted({k[0] for k in busbw}))}.
   It assumes all cores are free for this job, and that the socket copies run as fast from and to
   buffers the size of the message as the single stream runs from its 1 MiB buffer (optimistic);
-  for scale, the copies alone at memcpy speed would allow cores*M/(2p). weft's fraction uses
-  {tcp_path}{'' if knob == 'yes' else ' (WEFT_TRANSPORT unknown to this weft: auto is its TCP transport)'}.
+  for scale, the copies alone at memcpy speed would allow cores*M/(2p).{cold_text()}
+  weft's fraction uses {tcp_path}{'' if knob == 'yes' else ' (WEFT_TRANSPORT unknown to this weft: auto is its TCP transport)'}.
 """)
 short = {"weft-auto": "w-auto", "weft-tcp": "w-tcp", "weft-shm": "w-shm", "gloo-ring": "g-ring",
          "gloo-ring_chunked": "g-chunk", "gloo-halving_doubling": "g-hd", "openmpi-default": "mpi-def",
