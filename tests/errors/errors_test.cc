@@ -260,9 +260,12 @@ TEST(PeerFailure, KilledMidCollectiveEveryOtherRankErrsWellWithinTheTimeout) {
   for (int r : {0, 1, 3}) {
     EXPECT_TRUE(contains(res[r].message, "OK:")) << "rank " << r << ": " << res[r].message;
   }
-  // The neighbours of the dead rank name it.
-  EXPECT_TRUE(contains(res[1].message, "rank 2") || contains(res[3].message, "rank 2"))
-      << res[1].message << "\n" << res[3].message;
+  // A rank that exchanges data with the dead one names it (which ranks those are depends on the
+  // algorithm the cost model picks: 1 and 3 in a ring, 0 and 3 in halving-doubling); the others
+  // may first hear of it as an abort from a survivor.
+  EXPECT_TRUE(contains(res[0].message, "rank 2") || contains(res[1].message, "rank 2") ||
+              contains(res[3].message, "rank 2"))
+      << res[0].message << "\n" << res[1].message << "\n" << res[3].message;
 }
 
 TEST(Mismatch, CountThatDiffersAcrossRanksIsReportedNotGarbage) {
