@@ -31,11 +31,11 @@ static const knob_t knobs[] = {
      "how long init waits for the master and the peers"},
     {"WEFT_NSOCKS", "1", KNOB_INT, 1, 16, KNOB_AT(nsocks),
      "TCP connections per peer; large messages are striped over them"},
-    /* 0 leaves the kernel's autotuning on (a fixed size turns it off). Over loopback, 4 ranks on
-     * 2 cores, ring all-reduce at 4-64 MiB ran 0.6-0.9 GB/s busbw with 4 MiB buffers and 0.9-1.05
-     * with autotuning in the same rounds: smaller socket buffers keep the bytes in cache between
-     * the sender's copy and the receiver's. */
-    {"WEFT_SOCKET_BUFFER", "0", KNOB_INT, 0, 1 << 30, KNOB_AT(sockbuf_bytes),
+    /* Fixed 4 MiB rather than the kernel's autotuning (0): over loopback, ring all-reduce at 2-16
+     * MiB ran up to 40% faster with 2 ranks (sender and receiver on their own cores keep more in
+     * flight), while with 4 ranks on 2 cores autotuning was about 5% faster (smaller buffers stay
+     * in cache); on 1 Gbit/s namespace links both reached 94% of the link. */
+    {"WEFT_SOCKET_BUFFER", "4194304", KNOB_INT, 0, 1 << 30, KNOB_AT(sockbuf_bytes),
      "SO_SNDBUF/SO_RCVBUF in bytes (0: the kernel's default and autotuning)"},
     {"WEFT_SLICE_BYTES", "65536", KNOB_SIZE, 4096, 1 << 30, KNOB_AT(slice_bytes),
      "pipeline unit: each ring chunk moves in slices of this many bytes"},
