@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # compare.sh -- float32 sum all-reduce: weft (tcp, shm, auto) next to Gloo and Open MPI on this machine.
-# Usage: scripts/compare.sh [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--out DIR]
+# Usage: scripts/compare.sh [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--repeat 1] [--out DIR]
+# --repeat N runs the whole set N times in turn and reports each point's median over the runs:
+# on a small shared machine one run's points can be 2x off.
 # Writes DIR (default results/<date>-compare/): compare.csv (busbw in GB/s), compare.png, limits.txt, raw/*.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ranks=2,4 min=4K max=64M iters=20 out=results/$(date +%F)-compare
+ranks=2,4 min=4K max=64M iters=20 repeat=1 out=results/$(date +%F)-compare
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks=$2 ;;
@@ -13,7 +15,8 @@ while [ $# -gt 0 ]; do
     --max) max=$2 ;;
     --iters) iters=$2 ;;
     --out) out=$2 ;;
-    *) echo "usage: $0 [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--out DIR]" >&2; exit 2 ;;
+    --repeat) repeat=$2 ;;
+    *) echo "usage: $0 [--ranks 2,4] [--min 4K] [--max 64M] [--iters 20] [--repeat 1] [--out DIR]" >&2; exit 2 ;;
   esac
   shift 2
 done
@@ -91,9 +94,10 @@ echo "weft_knows_WEFT_TRANSPORT $knob" | tee -a "$out/limits.txt"
 # --- runs: one log per library/variant/rank count; a failed run is kept and becomes n/a ----------
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+for ((rep = 1; rep <= repeat; rep++)); do
 for n in ${ranks//,/ }; do
-  log() { echo "$out/raw/$1_${n}ranks.log"; }
-  echo "compare: $n ranks" >&2
+  log() { echo "$out/raw/$1_${n}ranks.r${rep}.log"; }
+  echo "compare: $n ranks, run $rep of $repeat" >&2
   PEER_VARIANT=auto run_weft "$n" "${sweep[@]}" >"$(log weft-auto)" 2>&1 || echo "# FAILED" >>"$(log weft-auto)"
   for t in tcp shm; do
     if [ $knob = yes ]; then
@@ -117,6 +121,7 @@ for n in ${ranks//,/ }; do
     >"$(log mpi-default)" 2>&1 || echo "# FAILED" >>"$(log mpi-default)"
   PEER_VARIANT=tcp timeout 300 "${mpi[@]}" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
     -np "$n" "$bin/mpi_bench" "${sweep[@]}" >"$(log mpi-tcp)" 2>&1 || echo "# FAILED" >>"$(log mpi-tcp)"
+done
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------

@@ -37,10 +37,11 @@ ALL_PEERS = TCP_PEERS + ["openmpi-default"]
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s*$")
 
 # busbw[(ranks, size)][column] = GB/s, or "wrong" when the result check failed; usec likewise, time.
-busbw = {}
-usec = {}
-for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks.log"))):
-    n = int(re.search(r"_(\d+)ranks\.log$", path).group(1))
+# Each point is the median over the runs (--repeat: raw/NAME_Pranks.rK.log); a wrong result in
+# any run makes the point "wrong".
+runs = {}
+for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks*.log"))):
+    n = int(re.search(r"_(\d+)ranks(\.r\d+)?\.log$", path).group(1))
     col = None
     for line in open(path, errors="replace"):
         head = re.match(r"^# (\S+) (\S+) all_reduce", line)
@@ -48,9 +49,25 @@ for path in sorted(glob.glob(os.path.join(out, "raw", "*_*ranks.log"))):
             col = head.group(1) + "-" + head.group(2)
         m = ROW.match(line)
         if m and col:
-            size, bw, wrong = int(m.group(1)), float(m.group(5)), int(m.group(6))
-            busbw.setdefault((n, size), {})[col] = "wrong" if wrong else bw
-            usec.setdefault((n, size), {})[col] = "wrong" if wrong else float(m.group(3))
+            size, wrong = int(m.group(1)), int(m.group(6))
+            cell = runs.setdefault((n, size), {}).setdefault(col, [])
+            cell.append("wrong" if wrong else (float(m.group(5)), float(m.group(3))))
+
+
+def median(xs):
+    xs = sorted(xs)
+    k = len(xs)
+    return xs[k // 2] if k % 2 else (xs[k // 2 - 1] + xs[k // 2]) / 2
+
+
+busbw, usec, nruns = {}, {}, 0
+for key, cols in runs.items():
+    for col, cells in cols.items():
+        nruns = max(nruns, len(cells))
+        ok = [c for c in cells if c != "wrong"]
+        bad = len(ok) < len(cells)
+        busbw.setdefault(key, {})[col] = "wrong" if bad else median([c[0] for c in ok])
+        usec.setdefault(key, {})[col] = "wrong" if bad else median([c[1] for c in ok])
 
 
 def num(v):
@@ -110,7 +127,8 @@ short = {"weft-auto": "w-auto", "weft-tcp": "w-tcp", "weft-shm": "w-shm", "gloo-
          "openmpi-tcp": "mpi-tcp", "weft-tcp/best_tcp": "tcp/bTCP", "weft-shm/best": "shm/best",
          "weft-auto/best": "auto/best", "tcp_limit_busbw": "limit", f"{tcp_path}/tcp_limit": "of-limit",
          "best_tcp_peer": "best_tcp"}
-print("busbw in GB/s (median); ratios are weft / peer")
+print(f"busbw in GB/s (median over iterations{f', then over {nruns} runs' if nruns > 1 else ''});"
+      " ratios are weft / peer")
 print(" ".join(f"{short.get(h, h):>9}" for h in header))
 for r in rows:
     cells = [str(c).replace("gloo-", "g-").replace("openmpi-", "mpi-").replace("halving_doubling", "hd")
