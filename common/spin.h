@@ -14,6 +14,12 @@
 
 #include "common/clock.h"
 
+/* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */
+static inline int64_t spin_budget_us(int spin_us, int timeout_ms) {
+  int64_t cap = (int64_t)timeout_ms * 1000;
+  return spin_us < cap ? spin_us : cap;
+}
+
 /* Polls ready(arg) until it returns nonzero (then returns 1) or budget_us has passed (then 0). */
 static inline int spin_yield_until(int (*ready)(void *), void *arg, int64_t budget_us) {
   if (budget_us <= 0) return 0;

@@ -585,16 +585,6 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
-typedef struct {
-  conn_t *const *conns;
-  int n;
-} conn_set_t;
-
-static int set_ready(void *arg) {
-  const conn_set_t *set = arg;
-  return any_ready(set->conns, set->n);
-}
-
 static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
   int any_busy = 0, fences = 0;
   for (int i = 0; i < n; i++) {
@@ -604,10 +594,9 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
   }
   if (!any_busy) return WEFT_SUCCESS;
   /* Yielding polls first, as shm's wait (no PAUSE spin: see shm.c). */
-  int64_t budget_us = (int64_t)timeout_ms * 1000;
   const ipc_transport_t *t = ((const ipc_conn_t *)conns[0])->t;
-  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
-  if (spin_yield_until(set_ready, &(conn_set_t){conns, n}, budget_us)) return WEFT_SUCCESS;
+  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
   if (fences) { /* the copy engines (or the emulation's workers) need the core more than we do */
     int64_t until = clock_now_ns() + FENCE_SPIN_NS;
     while (clock_now_ns() < until) {

@@ -316,16 +316,6 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
-typedef struct {
-  conn_t *const *conns;
-  int n;
-} conn_set_t;
-
-static int set_ready(void *arg) {
-  const conn_set_t *set = arg;
-  return any_ready(set->conns, set->n);
-}
-
 static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
@@ -337,9 +327,8 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
    * deschedule the vCPU (pause-loop exiting). 300 PAUSEs before the yielding polls made a 4 KiB
    * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. */
   const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
-  int64_t budget_us = (int64_t)timeout_ms * 1000;
-  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
-  if (spin_yield_until(set_ready, &(conn_set_t){conns, n}, budget_us)) return WEFT_SUCCESS;
+  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);

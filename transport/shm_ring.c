@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/spin.h"
 
 #define SEG_MAGIC 0x5746534du /* "WFSM" */
 #define HDR_BYTES 64
@@ -272,4 +273,20 @@ void shm_seg_close(shm_seg_t *s, const char *name) {
   if (atomic_load(s->attached) < 2) shm_unlink(name);
   munmap(s->base, s->bytes);
   s->base = NULL;
+}
+
+typedef struct {
+  conn_t *const *conns;
+  int n;
+  int (*any_ready)(conn_t *const *, int);
+} conn_set_t;
+
+static int set_ready(void *arg) {
+  const conn_set_t *set = arg;
+  return set->any_ready(set->conns, set->n);
+}
+
+int shm_spin_until_ready(conn_t *const *conns, int n, int (*any_ready)(conn_t *const *, int),
+                         int64_t budget_us) {
+  return spin_yield_until(set_ready, &(conn_set_t){conns, n, any_ready}, budget_us);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "include/weft.h"
+#include "transport/transport.h"
 
 #define SHM_NAME_MAX 96
 
@@ -82,6 +83,11 @@ weft_result_t shm_bells_attach(shm_bells_t *b, const int *peers, const int *pids
 /* Unmaps and frees everything. `orderly` first lets every local peer attach to our doorbell (one
  * may still be in init) until connect_timeout_ms, unless `alive` says one of them died. */
 void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*alive)(int pid));
+
+/* The polling phase of a doorbell transport's wait (common/spin.h): polls any_ready(conns, n),
+ * yielding the core between polls, for up to budget_us; 1 as soon as it reports something. */
+int shm_spin_until_ready(conn_t *const *conns, int n, int (*any_ready)(conn_t *const *, int),
+                         int64_t budget_us);
 
 /* Opens the pair segment, creating it if the peer has not yet (either side may come first);
  * waits until it is initialized, at most until deadline_ms (clock_now_ms). `peer_alive` is

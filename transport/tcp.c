@@ -382,9 +382,8 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   if (np == 0) return WEFT_SUCCESS;
   /* Poll without blocking (yielding the core) first: a blocking poll that sleeps costs a wake-up
    * per message, most of a small message's time (common/spin.h). */
-  int64_t budget_us = (int64_t)timeout_ms * 1000;
   const tcp_transport_t *t = ((const tcp_conn_t *)conns[0])->t;
-  if (budget_us > t->cfg->spin_us) budget_us = t->cfg->spin_us;
+  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
   if (spin_yield_until(pfds_ready, &(pfd_set_t){pfds, (nfds_t)np}, budget_us)) return WEFT_SUCCESS;
   if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));

@@ -42,4 +42,11 @@ TEST(Spin, ZeroBudgetDoesNotPoll) {
   EXPECT_EQ(c.calls, 0);
 }
 
+TEST(Spin, BudgetIsTheKnobCappedByTheWaitsTimeout) {
+  EXPECT_EQ(spin_budget_us(1000, 200), 1000);
+  EXPECT_EQ(spin_budget_us(1000, 0), 0);
+  EXPECT_EQ(spin_budget_us(5000000, 1), 1000);
+  EXPECT_EQ(spin_budget_us(0, 200), 0);
+}
+
 }  // namespace
