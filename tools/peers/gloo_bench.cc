@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
       {"halving_doubling", [&](float *p, int n) { return std::unique_ptr<gloo::Algorithm>(new gloo::AllreduceHalvingDoubling<float>(c, {p}, n)); }},
   };
   std::vector<float> buf(a.maxbytes / sizeof(float)), pristine(buf.size());
-  std::vector<double> t(a.iters);
+  std::vector<double> t(peer_max_iters(&a));
   peer_fill(pristine.data(), pristine.size(), rank);
   gloo::BarrierAllToAll barrier(c);
   for (auto &algo : algos) {

@@ -45,11 +45,19 @@ static inline peer_args_t peer_parse_args(int argc, char **argv) {
  * for small ones (up to 16x below 64 KiB): a 4 KiB median over 20 iterations still holds the
  * ranks' first, unsettled rounds (4 ranks on 2 cores: 40-58 us over 20, 16-25 us over 200, for
  * weft and Open MPI alike), and they cost little. */
+#define PEER_SMALL_BOOST 16
+
 static inline int peer_iters(const peer_args_t *a, size_t bytes) {
   size_t cap = ((size_t)512 << 20) / bytes;
   size_t boost = bytes < ((size_t)64 << 10) ? ((size_t)64 << 10) / bytes : 1;
-  size_t want = (size_t)a->iters * (boost < 16 ? boost : 16);
+  size_t want = (size_t)a->iters * (boost < PEER_SMALL_BOOST ? boost : PEER_SMALL_BOOST);
   int n = want < cap ? (int)want : (int)cap;
+  return n < 5 ? 5 : n;
+}
+
+/* The most iterations any size runs: what the drivers size their timing arrays for. */
+static inline size_t peer_max_iters(const peer_args_t *a) {
+  size_t n = (size_t)a->iters * PEER_SMALL_BOOST;
   return n < 5 ? 5 : n;
 }
 

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   const char *variant = getenv("PEER_VARIANT");
   if (rank == 0) peer_header("weft", variant ? variant : "auto", nranks);
   float *buf = malloc(a.maxbytes), *pristine = malloc(a.maxbytes);
-  double *t = malloc(sizeof *t * (size_t)a.iters);
+  double *t = malloc(sizeof *t * peer_max_iters(&a));
   peer_fill(pristine, a.maxbytes / sizeof(float), rank);
   for (size_t bytes = a.minbytes; bytes <= a.maxbytes; bytes *= 2) {
     size_t count = bytes / sizeof(float);
