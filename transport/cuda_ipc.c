@@ -26,7 +26,6 @@
  * /dev/shm after a crash. Names differ from shm.c's ("ipcbell", "ipcpair"), so a communicator may
  * run both transports to the same peer. */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +45,7 @@
 #define DEV_BIT 0x80000000u    /* in an entry's length word: the bytes are in the device slot */
 /* While device copies are in flight: poll them (yielding the core) this long before each 1 ms
  * sleep. A slot copy takes microseconds; a 1 ms sleep per slice would be most of the time. */
-#define FENCE_SPIN_NS 200000
+#define FENCE_SPIN_US 200
 
 /* What each rank publishes: its pid names its segments and tells whether it is alive. */
 typedef struct {
@@ -597,13 +596,8 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
   const ipc_transport_t *t = ((const ipc_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
   if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
-  if (fences) { /* the copy engines (or the emulation's workers) need the core more than we do */
-    int64_t until = clock_now_ns() + FENCE_SPIN_NS;
-    while (clock_now_ns() < until) {
-      if (any_ready(conns, n)) return WEFT_SUCCESS;
-      sched_yield();
-    }
-  }
+  /* The copy engines (or the emulation's workers) need the core more than we do. */
+  if (fences && shm_spin_until_ready(conns, n, any_ready, FENCE_SPIN_US)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   int slice = fences && timeout_ms > 1 ? 1 : timeout_ms;

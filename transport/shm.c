@@ -9,8 +9,8 @@
  * through several slots in turn.
  *
  * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h), then a
- * futex sleep on this rank's doorbell, which every peer bumps
- * after filling our incoming ring or freeing space in our outgoing one. Spinning alone would let
+ * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
+ * freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
  * wait within one executor wait slice (200 ms), never a hang. */

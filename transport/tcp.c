@@ -22,8 +22,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "common/spin.h"
 #include "common/net.h"
+#include "common/spin.h"
 #include "transport/tcp_wire.h"
 #include "transport/transport.h"
 
