@@ -89,6 +89,18 @@ struct transport_ops {
    * order the receives were posted. Lets a reduction read straight from the peer's slot. */
   weft_result_t (*post_recv_inplace)(conn_t *c, size_t len, xfer_t *x);
   weft_result_t (*release_recv)(conn_t *c, xfer_t *x);
+  /* Lends the sender the memory the peer will read the next message (len <= one slice) from,
+   * so that a fused ring step writes its result there directly instead of into a local buffer
+   * that post_send then copies: shm, the next slot of the peer's ring; cuda_ipc, the peer's
+   * device slot; TCP and staged, a send staging slot the socket (or the copy engine) drains.
+   * *slot is NULL when none is free now: call again after progress(). With x->device set the
+   * slot is memory device work may write (device memory, or pinned host memory).
+   * The caller fills the slot and then calls commit_send(c, x), which posts the message as
+   * post_send would have (x completes as a sent message does). Slots are committed in the order
+   * they were lent, and no post_send is made on the connection while a lent slot is
+   * uncommitted. A slot lent but never committed is given back when the connection closes. */
+  weft_result_t (*lend_send)(conn_t *c, size_t len, xfer_t *x, char **slot);
+  weft_result_t (*commit_send)(conn_t *c, xfer_t *x);
 };
 
 /* Every transport's connection starts with this, so generic code can reach the ops. */
