@@ -1,5 +1,5 @@
-/* reduce.h -- internal: host reduction loops (one per dtype x op) and the final step of WEFT_AVG.
- */
+/* reduce.h -- internal: host reduction loops (one per dtype x op), the final step of WEFT_AVG, and
+ * their two-destination reduce-copy forms for a fused ring step. */
 #ifndef WEFT_KERNELS_REDUCE_H_
 #define WEFT_KERNELS_REDUCE_H_
 
@@ -32,6 +32,30 @@ void kern_reduce_avg_final(void *dst, const void *a, const void *b, size_t n, we
 /* dst[i] = src[i] / nranks, for world size 1 and other cases where no final add happens. dst may
  * equal src. Same requirements and rounding as kern_reduce_avg_final. */
 void kern_scale_avg(void *dst, const void *src, size_t n, weft_dtype_t dtype, int nranks);
+
+/* Reduce-copy, for a fused ring step: a received slice is reduced with the local one and the result
+ * written both into the next peer's transport slot and (on the last reduce-scatter step) into the
+ * local output, in one pass over the inputs.
+ *
+ * dst[i] = dst2[i] = a[i] op b[i] for i < n: one read of each input, two writes. Every result is
+ * bit for bit the one kern_reduce_lookup(dtype, op) gives (same wrapping, rounding and NaN rules;
+ * the same loop body, see kernels/reduce.c). Aliasing: dst is disjoint from a, b and dst2 (it is a
+ * transport slot; the loops declare it `restrict`). dst2 may be exactly a or b (in place: the
+ * output buffer is the caller's input) but must not partially overlap them. n == 0: no access. */
+typedef void (*kern_reduce_copy_fn)(void *dst, void *dst2, const void *a, const void *b, size_t n);
+
+/* NULL when dtype or op is out of range. WEFT_AVG adds, as in kern_reduce_lookup. */
+kern_reduce_copy_fn kern_reduce_copy_lookup(weft_dtype_t dtype, weft_op_t op);
+
+/* dst[i] = dst2[i] = (a[i] + b[i]) / nranks: kern_reduce_avg_final with a second destination, bit
+ * for bit the same results and requirements (nranks >= 1; an unknown dtype is a no-op). Aliasing as
+ * for kern_reduce_copy_fn. */
+void kern_reduce_copy_avg_final(void *dst, void *dst2, const void *a, const void *b, size_t n,
+                                weft_dtype_t dtype, int nranks);
+
+/* dst[i] = dst2[i] = src[i] for `bytes` bytes (any count, any alignment): forward a slice and keep
+ * it. dst is disjoint from src and dst2; dst2 may be exactly src. */
+void kern_copy2(void *dst, void *dst2, const void *src, size_t bytes);
 
 /* Checked wrapper around kern_reduce_lookup: WEFT_ERR_INVALID_ARGUMENT with a message naming the
  * bad dtype/op value, or a NULL buffer when n > 0. */

@@ -1,5 +1,7 @@
 #!/bin/bash
 # vec_report.sh -- lists, one line per loop, which kernels/ loops gcc vectorizes at -O3 (no -march).
+# Covers the one-destination loops (reduce_*, avg_final_*, scale_*) and the two-destination
+# reduce-copy loops (reduce_copy_*, avg_final_copy_*), with a count per family after each file.
 #
 # The loops are expanded from macros, so gcc reports every one of them at the macro's line.
 # Preprocessing and reformatting first gives each function its own lines, which are then matched
@@ -22,7 +24,16 @@ for src in kernels/reduce.c kernels/avg.c; do
        END {
          for (i = 1; i <= n; i++) {
            v = got[names[i]]
-           printf "%-24s %s\n", names[i], v == "" ? "NOT vectorized" : "vectorized (" v " byte vectors)"
+           printf "%-28s %s\n", names[i], v == "" ? "NOT vectorized" : "vectorized (" v " byte vectors)"
+           fam = names[i] ~ /_copy_/ ? "two-destination (copy)" : "one-destination"
+           total[fam]++
+           if (v != "") vec[fam]++
          }
-       }' "$tmp/vec" "$pre"
+         split("one-destination,two-destination (copy)", fams, ",")
+         for (f = 1; f <= 2; f++) {
+           if (total[fams[f]]) {
+             printf "%s: %d of %d %s loops vectorized\n", src, vec[fams[f]], total[fams[f]], fams[f]
+           }
+         }
+       }' src="$src" "$tmp/vec" "$pre"
 done
