@@ -29,7 +29,33 @@ typedef struct {
    * NULL / 0 when unknown (tests): treat all ranks as one node. */
   const int *node_of;
   int nnodes;
+  /* Rings: the most elements of one rank's chunk that one round moves (0: one round). A ring
+   * with fused steps forwards a slice only once it can write the next peer's slot, so each
+   * link must hold more than a round's chunk or the ring could wait on itself; the executor's
+   * lending transports hold WEFT_SHM_SLOTS slices and rounds are half that (sched_round_count). */
+  size_t round_count;
 } sched_args_t;
+
+/* round_count for slices of slice_elems and transports that hold `slots` slices per link. */
+static inline size_t sched_round_count(size_t slice_elems, int slots) {
+  return slice_elems * (size_t)(slots / 2 > 1 ? slots / 2 : 1);
+}
+
+/* Rounds of a ring over `count` elements per chunk: how many, and round t's [base, +len). */
+static inline size_t sched_rounds(size_t count, size_t round_count) {
+  if (round_count == 0 || count <= round_count) return 1;
+  return (count + round_count - 1) / round_count;
+}
+static inline void sched_round(size_t count, size_t round_count, size_t t, size_t *base,
+                               size_t *len) {
+  if (round_count == 0 || count <= round_count) {
+    *base = 0;
+    *len = count;
+    return;
+  }
+  *base = t * round_count;
+  *len = count - *base < round_count ? count - *base : round_count;
+}
 
 typedef weft_result_t (*sched_build_fn)(schedule_t *s, const sched_args_t *a);
 

@@ -38,7 +38,8 @@ weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a) {
   if (count == 0 || nranks == 1) return WEFT_SUCCESS;
   int recv = -1;
   if (pos > 0) {
-    sched_op_t op = {.kind = SCHED_RECV_COPY,
+    /* Ranks in the middle forward and keep each slice in one read of it (schedule.h). */
+    sched_op_t op = {.kind = pos < nranks - 1 ? SCHED_RECV_COPY_SEND : SCHED_RECV_COPY,
                      .peer = (rank - 1 + nranks) % nranks,
                      .buf = SCHED_RECVBUF,
                      .count = count,
@@ -53,7 +54,9 @@ weft_result_t chain_broadcast_build(schedule_t *s, const sched_args_t *a) {
                      .count = count,
                      .dep = recv,
                      .step = 1};
-    if (sched_add(s, &op) < 0) goto oom;
+    int sent = sched_add(s, &op);
+    if (sent < 0) goto oom;
+    emit_link(s, recv, sent);
   }
   return WEFT_SUCCESS;
 oom:

@@ -43,7 +43,9 @@ weft_result_t chain_reduce_build(schedule_t *s, const sched_args_t *a) {
   int pos = (rank - a->root - 1 + p) % p; /* 0 starts the chain, p-1 is the root */
   int folded = -1;
   if (pos > 0) {
-    sched_op_t op = {.kind = SCHED_RECV_REDUCE,
+    /* Ranks in the middle reduce straight into the next rank's slot (schedule.h); the scratch
+     * buffer is only where that cannot be done. */
+    sched_op_t op = {.kind = is_root ? SCHED_RECV_REDUCE : SCHED_RECV_REDUCE_SEND,
                      .peer = (rank - 1 + p) % p,
                      .buf = is_root ? SCHED_RECVBUF : SCHED_SCRATCH,
                      .count = n,
@@ -60,7 +62,9 @@ weft_result_t chain_reduce_build(schedule_t *s, const sched_args_t *a) {
                      .count = n,
                      .dep = folded,
                      .step = pos};
-    if (emit(s, op) == EMIT_OOM) goto oom;
+    int sent = emit(s, op);
+    if (sent == EMIT_OOM) goto oom;
+    emit_link(s, folded, sent);
   }
   emit_size_scratch(s);
   return WEFT_SUCCESS;

@@ -30,13 +30,27 @@ static inline int emit_own_copy(schedule_t *s, int in_place, size_t dst_off, siz
   return emit(s, op);
 }
 
+/* Makes the receive `recv` (a fused kind) write the slots of the send `send`, which depends on
+ * it. Either index may be -1 or EMIT_OOM (nothing emitted): then nothing is linked, and a fused
+ * receive without a send runs as its unfused kind. */
+static inline void emit_link(schedule_t *s, int recv, int send) {
+  if (recv < 0) return;
+  if (send >= 0) {
+    s->ops[recv].fwd = send;
+    return;
+  }
+  sched_kind_t *k = &s->ops[recv].kind;
+  if (*k == SCHED_RECV_REDUCE_SEND || *k == SCHED_RECV_REDUCE_COPY_SEND) *k = SCHED_RECV_REDUCE;
+  if (*k == SCHED_RECV_COPY_SEND) *k = SCHED_RECV_COPY;
+}
+
 /* Sizes the scratch buffer to what the ops use, so builders need not add it up themselves. */
 static inline void emit_size_scratch(schedule_t *s) {
   size_t end = 0;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     if (op->buf == SCHED_SCRATCH && op->offset + op->count > end) end = op->offset + op->count;
-    int has_src = op->kind == SCHED_RECV_REDUCE || op->kind == SCHED_COPY;
+    int has_src = sched_is_reduce(op->kind) || op->kind == SCHED_COPY;
     if (has_src && op->src_buf == SCHED_SCRATCH && op->src_offset + op->count > end)
       end = op->src_offset + op->count;
   }

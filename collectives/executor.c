@@ -31,18 +31,22 @@ typedef struct {
   /* Device mode, reducing receives: the reduction was enqueued, and the fence after it. */
   int reducing;
   uint64_t ticket;
+  /* Device mode, a send in a lent slot: the fused step's device work writing it is behind
+   * `ticket`; the slot is committed once that passed. */
+  int filling;
 } flight_t;
 
-typedef struct {
+typedef struct stream {
   int peer, is_send;
   conn_t *conn;
   int *ops, nops; /* schedule indices in stream order */
   int cur;        /* position in ops of the op being posted */
   size_t next_slice;
   int hdr_pending; /* the call description still has to be posted on this stream */
-  flight_t *fifo; /* `window` entries: sized per call, since zeroing MAX_WINDOW of them per
-                   * stream (36 KiB) was most of a small call's own time */
+  flight_t *fifo;  /* `window` entries: sized per call, since zeroing MAX_WINDOW of them per
+                    * stream (36 KiB) was most of a small call's own time */
   int head, count;
+  int lent;      /* send streams, device mode: slots lent and not yet committed */
   char *staging; /* window slots of slice bytes, for reducing receives */
 } stream_t;
 
@@ -55,6 +59,10 @@ typedef struct {
   /* Device mode, local copies: slices enqueued, and the fence after the last of them. */
   size_t issued;
   uint64_t ticket;
+  /* A fused receive that runs fused: `out` is the stream of the send it feeds. That send is
+   * `fed`: its slices are posted by the fused step, never by post_ready. */
+  int fused, fed;
+  struct stream *out;
 } op_state_t;
 
 typedef struct {
@@ -64,9 +72,10 @@ typedef struct {
   char *bufs[SCHED_NUM_BUFS]; /* base of each sched_buf_t */
   size_t esize, slice_elems;
   int window;
-  int device;       /* the buffers are device memory: reductions and copies go to the queue */
-  int dev_pending;  /* device work enqueued whose fence has not passed yet */
+  int device;      /* the buffers are device memory: reductions and copies go to the queue */
+  int dev_pending; /* device work enqueued whose fence has not passed yet */
   kern_reduce_fn reduce;
+  kern_reduce_copy_fn reduce_copy;
   op_state_t *states;
   stream_t *streams;
   int nstreams;
@@ -115,8 +124,10 @@ static weft_result_t check_header(run_t *r, int peer) {
   coll_desc_t theirs;
   const coll_desc_t *mine = r->desc;
   if (!hdr_decode(r->hdr_in, &theirs))
-    return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent bytes that are not a call description "
-                    "(the previous collective probably failed there)", peer);
+    return WEFT_ERR(WEFT_ERR_REMOTE,
+                    "rank %d sent bytes that are not a call description "
+                    "(the previous collective probably failed there)",
+                    peer);
   /* A receive is matched by the peer's send to this rank; everything else by the same call. */
   coll_desc_t expect = *mine;
   if (mine->kind == WEFT_COLL_RECV) {
@@ -151,8 +162,27 @@ static stream_t *stream_for(run_t *r, int peer, int is_send) {
 
 static int is_send_kind(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
 
-static int is_token_kind(sched_kind_t k) {
-  return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN;
+static int is_token_kind(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
+
+/* A fused step runs fused when the send's transport lends its slot, and, for a copy-send, when
+ * the receive lands in place: over TCP a received slice is already in buf, where the socket
+ * reads it from, so copying it into a staging slot first would add a pass, not save one.
+ * Otherwise the op runs as its parts (schedule.h). Both ends of the pair get the same answer. */
+static void choose_fusion(run_t *r) {
+  const schedule_t *s = r->s;
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    if (!sched_is_fused(op->kind)) continue;
+    stream_t *in = stream_for(r, op->peer, 0);
+    stream_t *out = stream_for(r, s->ops[op->fwd].peer, 1);
+    int lends = out->conn->ops->lend_send != NULL && out->conn->ops->commit_send != NULL;
+    int ok = lends && r->ctx->config->fused_steps &&
+             (op->kind != SCHED_RECV_COPY_SEND || recv_in_place(in));
+    if (op->kind == SCHED_RECV_REDUCE_COPY_SEND && !r->device && !r->reduce_copy) ok = 0;
+    r->states[i].fused = ok;
+    r->states[op->fwd].fed = ok;
+    r->states[i].out = ok ? out : NULL;
+  }
 }
 
 /* Groups the ops into streams, connects their peers, and lays out scratch memory. */
@@ -191,17 +221,20 @@ static weft_result_t setup(run_t *r) {
     /* Connected first: whether a stream needs staging depends on its transport. */
     WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
     if (r->device && !recv_in_place(st))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "the %s transport to rank %d cannot lend received "
-                      "device slices in place", st->conn->ops->name, st->peer);
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "the %s transport to rank %d cannot lend received "
+                      "device slices in place",
+                      st->conn->ops->name, st->peer);
     int known = 0;
     for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
     if (!known) r->conns[r->nconns++] = st->conn;
     for (int k = 0; k < st->nops && !recv_in_place(st); k++)
-      if (s->ops[st->ops[k]].kind == SCHED_RECV_REDUCE) {
+      if (sched_is_reduce(s->ops[st->ops[k]].kind)) {
         need += (size_t)r->window * slot_bytes;
         break;
       }
   }
+  choose_fusion(r);
   if (ctx->scratch_bytes < need) {
     free(ctx->scratch);
     ctx->scratch = malloc(need);
@@ -228,7 +261,7 @@ static weft_result_t setup(run_t *r) {
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
     for (int k = 0; k < st->nops && !recv_in_place(st); k++)
-      if (s->ops[st->ops[k]].kind == SCHED_RECV_REDUCE) {
+      if (sched_is_reduce(s->ops[st->ops[k]].kind)) {
         st->staging = stage;
         stage += (size_t)r->window * slot_bytes;
         break;
@@ -283,6 +316,8 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     int oi = st->ops[st->cur];
     const sched_op_t *op = &r->s->ops[oi];
     size_t j = st->next_slice;
+    if (r->states[oi].fed) break; /* its fused step posts it */
+    if (st->lent > 0) break;      /* no post_send while a lent slot is uncommitted */
     if (op->dep >= 0 && r->states[op->dep].done <= j) break;
     f->op = oi;
     f->slice = j;
@@ -293,9 +328,25 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     char *data = buf_base(r, op->buf) + (op->offset + first) * r->esize;
     size_t bytes = n * r->esize;
     switch (op->kind) {
-      case SCHED_SEND: WEFT_CHECK(t->post_send(st->conn, data, bytes, &f->x)); break;
-      case SCHED_RECV_COPY: WEFT_CHECK(t->post_recv(st->conn, data, bytes, &f->x)); break;
-      case SCHED_RECV_REDUCE: {
+      case SCHED_SEND:
+        WEFT_CHECK(t->post_send(st->conn, data, bytes, &f->x));
+        r->ctx->stats.slot_bytes += bytes;
+        break;
+      case SCHED_RECV_COPY_SEND:
+        /* Fused, it is read once from the peer's slot and written twice; unfused, it lands in
+         * buf and the send reads it there. */
+        if (r->states[oi].fused) {
+          WEFT_CHECK(t->post_recv_inplace(st->conn, bytes, &f->x));
+          break;
+        }
+        /* fall through */
+      case SCHED_RECV_COPY:
+        WEFT_CHECK(t->post_recv(st->conn, data, bytes, &f->x));
+        if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += bytes;
+        break;
+      case SCHED_RECV_REDUCE:
+      case SCHED_RECV_REDUCE_SEND:
+      case SCHED_RECV_REDUCE_COPY_SEND: {
         if (recv_in_place(st)) {
           WEFT_CHECK(t->post_recv_inplace(st->conn, bytes, &f->x));
           break;
@@ -304,9 +355,14 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
         WEFT_CHECK(t->post_recv(st->conn, stage, bytes, &f->x));
         break;
       }
-      case SCHED_SEND_TOKEN: WEFT_CHECK(t->post_send(st->conn, r->token, 1, &f->x)); break;
-      case SCHED_RECV_TOKEN: WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x)); break;
-      case SCHED_COPY: return WEFT_ERR(WEFT_ERR_INTERNAL, "copy op %d on a stream", oi);
+      case SCHED_SEND_TOKEN:
+        WEFT_CHECK(t->post_send(st->conn, r->token, 1, &f->x));
+        break;
+      case SCHED_RECV_TOKEN:
+        WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x));
+        break;
+      case SCHED_COPY:
+        return WEFT_ERR(WEFT_ERR_INTERNAL, "copy op %d on a stream", oi);
     }
     if (r->ctx->trace)
       trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
@@ -331,6 +387,178 @@ static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *s
     kern_reduce_avg_final(dst, local, stage, n, r->desc->dtype, r->ctx->nranks);
   else
     r->reduce(dst, local, stage, n);
+  if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += n * r->esize;
+}
+
+/* ---- fused steps ---------------------------------------------------------------------------- */
+
+static const char *fused_name(sched_kind_t k) {
+  switch (k) {
+    case SCHED_RECV_REDUCE_SEND:
+      return "recv-reduce-send";
+    case SCHED_RECV_REDUCE_COPY_SEND:
+      return "recv-reduce-copy-send";
+    default:
+      return "recv-copy-send";
+  }
+}
+
+/* The send stream `out` would post slice j of op `fwd` next: nothing ahead of it there and room
+ * in its window. */
+static int out_ready(const run_t *r, const stream_t *out, int fwd, size_t j) {
+  return !out->hdr_pending && out->count < r->window && out->cur < out->nops &&
+         out->ops[out->cur] == fwd && out->next_slice == j;
+}
+
+/* Borrows, for the fused step of received flight f, the slot its send's transport lends for the
+ * next message, and takes the send stream's next FIFO entry for it. *slot = NULL (nothing taken)
+ * when the send side cannot take the slice yet. */
+static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char **slot) {
+  const sched_op_t *op = &r->s->ops[f->op];
+  stream_t *out = r->states[f->op].out;
+  size_t first, n;
+  slice_range(r, op, f->slice, &first, &n);
+  *slot = NULL;
+  if (!out_ready(r, out, op->fwd, f->slice)) return WEFT_SUCCESS;
+  flight_t *e = &out->fifo[(out->head + out->count) % r->window];
+  e->x.device = r->device;
+  WEFT_CHECK(out->conn->ops->lend_send(out->conn, n * r->esize, &e->x, slot));
+  if (!*slot) return WEFT_SUCCESS;
+  e->op = op->fwd;
+  e->slice = f->slice;
+  e->reducing = 0;
+  e->filling = 0;
+  *sf = e;
+  return WEFT_SUCCESS;
+}
+
+/* The lent slot's entry joins the send stream, as post_ready would have added it. */
+static void fused_advance(run_t *r, stream_t *out, int fwd, size_t bytes) {
+  int k = (out->head + out->count) % r->window;
+  if (r->ctx->trace)
+    trace_post(r->ctx->trace, out->peer, 1, k, weft_coll_name(r->desc->kind),
+               weft_algo_name(r->desc->algo), r->desc->seq, r->s->ops[fwd].step,
+               (long)out->next_slice, bytes);
+  out->count++;
+  if (++out->next_slice == r->states[fwd].nslices) {
+    out->cur++;
+    out->next_slice = 0;
+  }
+  r->ctx->stats.slot_bytes += bytes;
+  r->ctx->stats.fused_slices++;
+}
+
+/* Host mode: the one pass of a fused step, from the received slice `in` into the lent slot
+ * (and buf, for the copying kinds). kernels/reduce.h's reduce-copy loops read each input once. */
+static void fused_fill(run_t *r, const sched_op_t *op, size_t j, const char *in, char *slot) {
+  size_t first, n;
+  slice_range(r, op, j, &first, &n);
+  char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+  const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+  int avg = op->final && r->desc->op == WEFT_AVG;
+  weft_dtype_t dt = r->desc->dtype;
+  switch (op->kind) {
+    case SCHED_RECV_REDUCE_SEND:
+      if (avg)
+        kern_reduce_avg_final(slot, local, in, n, dt, r->ctx->nranks);
+      else
+        r->reduce(slot, local, in, n);
+      return;
+    case SCHED_RECV_REDUCE_COPY_SEND:
+      if (avg)
+        kern_reduce_copy_avg_final(slot, dst, local, in, n, dt, r->ctx->nranks);
+      else
+        r->reduce_copy(slot, dst, local, in, n);
+      break;
+    default: /* SCHED_RECV_COPY_SEND */
+      kern_copy2(slot, dst, in, n * r->esize);
+      break;
+  }
+  if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += n * r->esize;
+}
+
+/* Host mode: retires received flight f (the head of st) through its fused step. *done = 0 when
+ * the send side cannot take the slice yet: f stays at the head and is tried again later. */
+static weft_result_t fused_retire(run_t *r, stream_t *st, flight_t *f, int *done) {
+  const sched_op_t *op = &r->s->ops[f->op];
+  stream_t *out = r->states[f->op].out;
+  flight_t *sf = NULL;
+  char *slot = NULL;
+  *done = 0;
+  WEFT_CHECK(fused_lend(r, f, &sf, &slot));
+  if (!slot) return WEFT_SUCCESS;
+  if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, 0, st->head);
+  const char *in =
+      recv_in_place(st) ? f->x.data : st->staging + (size_t)st->head * r->slice_elems * r->esize;
+  fused_fill(r, op, f->slice, in, slot);
+  size_t first, n;
+  slice_range(r, op, f->slice, &first, &n);
+  WEFT_CHECK(out->conn->ops->commit_send(out->conn, &sf->x));
+  fused_advance(r, out, op->fwd, n * r->esize);
+  if (recv_in_place(st)) WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
+  if (r->ctx->trace) trace_fused(r->ctx->trace, st->peer, st->head, fused_name(op->kind));
+  *done = 1;
+  return WEFT_SUCCESS;
+}
+
+/* Device mode: enqueues the fused step of received flight f on the device queue: its work
+ * writes the lent slot (and buf), and both f and the send entry wait for the fence after it
+ * (f to release the peer's slot, the send to be committed). *started = 0 when the send side
+ * cannot take the slice yet. */
+static weft_result_t fused_start_device(run_t *r, flight_t *f, int *started) {
+  const sched_op_t *op = &r->s->ops[f->op];
+  stream_t *out = r->states[f->op].out;
+  flight_t *sf = NULL;
+  char *slot = NULL;
+  *started = 0;
+  WEFT_CHECK(fused_lend(r, f, &sf, &slot));
+  if (!slot) return WEFT_SUCCESS;
+  size_t first, n;
+  slice_range(r, op, f->slice, &first, &n);
+  char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+  const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+  dev_queue_t *q = r->ctx->queue;
+  const dev_ops_t *d = r->ctx->dev->ops;
+  int avg = op->final && r->desc->op == WEFT_AVG ? r->ctx->nranks : 0;
+  /* The slot is taken from here on: count it before anything can fail, so the stream's state
+   * says so and the connection's close reclaims it. */
+  sf->filling = 1;
+  out->lent++;
+  fused_advance(r, out, op->fwd, n * r->esize);
+  if (op->kind == SCHED_RECV_COPY_SEND) {
+    /* Two copies from the peer's slot: the device engines have no two-destination copy, and
+     * a copy reads at the bandwidth it writes, so this is one extra read of a warm slice. */
+    WEFT_CHECK(d->copy(q, slot, f->x.data, n * r->esize));
+    WEFT_CHECK(d->copy(q, dst, f->x.data, n * r->esize));
+  } else {
+    void *dst2 = op->kind == SCHED_RECV_REDUCE_COPY_SEND ? dst : NULL;
+    WEFT_CHECK(d->reduce(q, slot, dst2, local, f->x.data, n, r->desc->dtype, r->desc->op, avg));
+  }
+  if (op->kind != SCHED_RECV_REDUCE_SEND && op->buf == SCHED_RECVBUF)
+    r->ctx->stats.recvbuf_bytes += n * r->esize;
+  WEFT_CHECK(d->fence(q, &f->ticket));
+  sf->ticket = f->ticket;
+  f->reducing = 1;
+  r->dev_pending++;
+  *started = 1;
+  return WEFT_SUCCESS;
+}
+
+/* Device mode, send streams: commits, in lending order, the lent slots whose device work has
+ * finished. */
+static weft_result_t commit_filled(run_t *r, stream_t *st, int *progressed) {
+  for (int k = 0; k < st->count; k++) {
+    flight_t *f = &st->fifo[(st->head + k) % r->window];
+    if (!f->filling) continue;
+    int done = 0;
+    WEFT_CHECK(r->ctx->dev->ops->poll(r->ctx->queue, f->ticket, &done));
+    if (!done) break;
+    f->filling = 0;
+    st->lent--;
+    WEFT_CHECK(st->conn->ops->commit_send(st->conn, &f->x));
+    *progressed = 1;
+  }
+  return WEFT_SUCCESS;
 }
 
 /* Device mode: the same reduction, enqueued on the device queue and fenced. `incoming` is device
@@ -346,6 +574,7 @@ static weft_result_t reduce_slice_device(run_t *r, flight_t *f) {
   WEFT_CHECK(q ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_INTERNAL, "device call without a queue"));
   WEFT_CHECK(r->ctx->dev->ops->reduce(q, dst, NULL, local, f->x.data, n, r->desc->dtype,
                                       r->desc->op, avg));
+  if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += n * r->esize;
   WEFT_CHECK(r->ctx->dev->ops->fence(q, &f->ticket));
   f->reducing = 1;
   r->dev_pending++;
@@ -355,16 +584,25 @@ static weft_result_t reduce_slice_device(run_t *r, flight_t *f) {
 /* Device mode: enqueues the reductions of every slice that has arrived (they run back to back on
  * the device while the host goes on), then retires from the head those whose fence has passed. */
 static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
-  for (int k = 0; k < st->count; k++) {
+  if (st->is_send) WEFT_CHECK(commit_filled(r, st, progressed));
+  for (int k = 0; k < st->count && !st->is_send; k++) {
     flight_t *f = &st->fifo[(st->head + k) % r->window];
     if (!f->x.complete) break;
-    if (f->op >= 0 && !f->reducing && r->s->ops[f->op].kind == SCHED_RECV_REDUCE) {
+    if (f->op < 0 || f->reducing) continue;
+    const sched_op_t *op = &r->s->ops[f->op];
+    if (r->states[f->op].fused) {
+      int started = 0;
+      WEFT_CHECK(fused_start_device(r, f, &started));
+      if (!started) break; /* later slices wait: sends are lent in slice order */
+      *progressed = 1;
+    } else if (sched_is_reduce(op->kind)) {
       WEFT_CHECK(reduce_slice_device(r, f));
       *progressed = 1;
     }
   }
-  while (st->count > 0 && st->fifo[st->head].x.complete) {
+  while (st->count > 0 && st->fifo[st->head].x.complete && !st->fifo[st->head].filling) {
     flight_t *f = &st->fifo[st->head];
+    if (f->op >= 0 && !st->is_send && r->states[f->op].fused && !f->reducing) break;
     if (f->reducing) {
       int done = 0;
       WEFT_CHECK(r->ctx->dev->ops->poll(r->ctx->queue, f->ticket, &done));
@@ -372,9 +610,16 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
       f->reducing = 0;
       r->dev_pending--;
       WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
-      if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
+      if (r->ctx->trace && r->states[f->op].fused) {
+        trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
+        trace_fused(r->ctx->trace, st->peer, st->head, fused_name(r->s->ops[f->op].kind));
+      } else if (r->ctx->trace) {
+        trace_reduce(r->ctx->trace, st->peer, st->head);
+        trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
+      }
+    } else if (r->ctx->trace) {
+      trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     }
-    if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     if (f->op < 0) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
@@ -391,18 +636,28 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
   if (r->device) return retire_device(r, st, progressed);
   while (st->count > 0 && st->fifo[st->head].x.complete) {
     flight_t *f = &st->fifo[st->head];
+    if (f->op >= 0 && !st->is_send && r->states[f->op].fused) {
+      int done = 0;
+      WEFT_CHECK(fused_retire(r, st, f, &done));
+      if (!done) break;
+      r->states[f->op].done++;
+      st->head = (st->head + 1) % r->window;
+      st->count--;
+      *progressed = 1;
+      continue;
+    }
     if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     if (f->op < 0) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
       const sched_op_t *op = &r->s->ops[f->op];
-      if (op->kind == SCHED_RECV_REDUCE && recv_in_place(st)) {
+      if (sched_is_reduce(op->kind) && recv_in_place(st)) {
         /* Straight from the peer's slot, which is then handed back (retire is in FIFO order,
          * the order release_recv wants). */
         reduce_slice(r, op, f->slice, f->x.data);
         WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
         if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
-      } else if (op->kind == SCHED_RECV_REDUCE) {
+      } else if (sched_is_reduce(op->kind)) {
         reduce_slice(r, op, f->slice, st->staging + (size_t)st->head * r->slice_elems * r->esize);
         if (r->ctx->trace) trace_reduce(r->ctx->trace, st->peer, st->head);
       }
@@ -576,9 +831,10 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.esize = desc->kind == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
   r.slice_elems = ctx->config->slice_bytes / r.esize;
   if (r.slice_elems == 0) r.slice_elems = 1;
-  r.window = ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight
-                                                        : MAX_WINDOW;
+  r.window =
+      ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight : MAX_WINDOW;
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
+  r.reduce_copy = kern_reduce_copy_lookup(desc->dtype, desc->op);
   weft_result_t res = sched_validate(s, ctx->nranks);
   if (res == WEFT_SUCCESS) res = setup(&r);
   if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);

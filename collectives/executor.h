@@ -35,12 +35,20 @@ extern "C" {
 typedef struct {
   weft_coll_t kind;
   weft_algo_t algo; /* the algorithm chosen: ranks that chose differently must not exchange data */
-  uint64_t seq; /* collectives (or, for send/recv, messages with this peer) before this one */
+  uint64_t seq;     /* collectives (or, for send/recv, messages with this peer) before this one */
   size_t count;
   weft_dtype_t dtype;
   weft_op_t op; /* WEFT_SUM where the collective has none */
   int root;     /* -1 where the collective has none */
 } coll_desc_t;
+
+/* Bytes the executor's steps wrote, summed over calls (tests read them to check that a fused
+ * ring writes each output element once; nothing else depends on them). */
+typedef struct {
+  uint64_t recvbuf_bytes; /* written into the caller's output: receives, reductions, copies */
+  uint64_t slot_bytes;    /* written into memory the peers read: every message sent */
+  uint64_t fused_slices;  /* slices that went through a fused step */
+} exec_stats_t;
 
 /* The communicator side the executor needs: who we are, connections on demand, and scratch memory
  * that lives as long as the communicator (so small calls allocate nothing). */
@@ -60,6 +68,7 @@ typedef struct {
   dev_queue_t *queue;
   void *dev_scratch;
   size_t dev_scratch_bytes;
+  exec_stats_t stats;
 } exec_ctx_t;
 
 /* Runs one rank's part of a schedule. With `device` set, sendbuf and recvbuf are device memory:

@@ -38,23 +38,33 @@ weft_result_t ring_allgather_build(schedule_t *s, const sched_args_t *a) {
   sched_init(s, n, n * (size_t)p);
   sched_ring_headers(s, rank, p);
   if (emit_own_copy(s, a->in_place, (size_t)rank * n, 0, n) == EMIT_OOM) goto oom;
-  int prev = -1;
-  for (int step = 0; step < p - 1; step++) {
-    sched_op_t send = {.kind = SCHED_SEND,
-                       .peer = mod(rank + 1, p),
-                       .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
-                       .offset = step == 0 ? 0 : (size_t)mod(rank - step, p) * n,
-                       .count = n,
-                       .dep = prev,
-                       .step = step};
-    sched_op_t recv = {.kind = SCHED_RECV_COPY,
-                       .peer = mod(rank - 1, p),
-                       .buf = SCHED_RECVBUF,
-                       .offset = (size_t)mod(rank - step - 1, p) * n,
-                       .count = n,
-                       .dep = -1,
-                       .step = step};
-    if (emit(s, send) == EMIT_OOM || (prev = emit(s, recv)) == EMIT_OOM) goto oom;
+  /* Rounds of at most round_count elements of every block (algorithms.h says why). Each
+   * receive but the last forwards and keeps its slice in one read where it lands in place. */
+  size_t rounds = p > 1 ? sched_rounds(n, a->round_count) : 0;
+  for (size_t t = 0; t < rounds; t++) {
+    size_t base, len;
+    sched_round(n, a->round_count, t, &base, &len);
+    int prev = -1;
+    for (int step = 0; step < p - 1; step++) {
+      sched_op_t send = {.kind = SCHED_SEND,
+                         .peer = mod(rank + 1, p),
+                         .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
+                         .offset = (step == 0 ? 0 : (size_t)mod(rank - step, p) * n) + base,
+                         .count = len,
+                         .dep = prev,
+                         .step = step};
+      sched_op_t recv = {.kind = step == p - 2 ? SCHED_RECV_COPY : SCHED_RECV_COPY_SEND,
+                         .peer = mod(rank - 1, p),
+                         .buf = SCHED_RECVBUF,
+                         .offset = (size_t)mod(rank - step - 1, p) * n + base,
+                         .count = len,
+                         .dep = -1,
+                         .step = step};
+      int sent = emit(s, send);
+      if (sent == EMIT_OOM) goto oom;
+      emit_link(s, prev, sent);
+      if ((prev = emit(s, recv)) == EMIT_OOM) goto oom;
+    }
   }
   return WEFT_SUCCESS;
 oom:

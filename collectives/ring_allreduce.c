@@ -35,9 +35,12 @@
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
-/* Appends `op` when its chunk is non-empty; returns its index, -1 when skipped, -2 on OOM. */
-static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, size_t count) {
-  sched_chunk(count, nranks, chunk, &op.offset, &op.count);
+/* Appends `op` over chunk `chunk` of the round [base, +len) when that chunk is non-empty; returns
+ * its index, -1 when skipped, -2 on OOM. */
+static int add_chunk_op(schedule_t *s, sched_op_t op, int chunk, int nranks, size_t base,
+                        size_t len) {
+  sched_chunk(len, nranks, chunk, &op.offset, &op.count);
+  op.offset += base;
   op.src_offset = op.offset;
   if (op.count == 0) return -1;
   int idx = sched_add(s, &op);
@@ -63,31 +66,43 @@ weft_result_t ring_allreduce_build(schedule_t *s, const sched_args_t *a) {
   /* One rank has nothing to reduce; out of place its input still has to reach recvbuf. */
   if (nranks == 1 && emit_own_copy(s, a->in_place, 0, 0, count) == EMIT_OOM) goto oom;
   int right = mod(rank + 1, nranks), left = mod(rank - 1, nranks);
-  int prev_recv = -1; /* the receive whose chunk the next send forwards */
-  for (int step = 0; step < 2 * (nranks - 1); step++) {
-    int reduce_phase = step < nranks - 1;
-    int ag = step - (nranks - 1); /* all-gather step, when not reducing */
-    int send_chunk = reduce_phase ? mod(rank - step, nranks) : mod(rank + 1 - ag, nranks);
-    int recv_chunk = reduce_phase ? mod(rank - step - 1, nranks) : mod(rank - ag, nranks);
-    sched_op_t send = {
-        .kind = SCHED_SEND,
-        .peer = right,
-        .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
-        .dep = step == 0 ? -1 : prev_recv,
-        .step = step,
-    };
-    if (add_chunk_op(s, send, send_chunk, nranks, count) == -2) goto oom;
-    sched_op_t recv = {
-        .kind = reduce_phase ? SCHED_RECV_REDUCE : SCHED_RECV_COPY,
-        .peer = left,
-        .buf = SCHED_RECVBUF,
-        .src_buf = SCHED_SENDBUF,
-        .dep = -1,
-        .final = step == nranks - 2,
-        .step = step,
-    };
-    prev_recv = add_chunk_op(s, recv, recv_chunk, nranks, count);
-    if (prev_recv == -2) goto oom;
+  /* Rounds of p chunks of at most round_count elements each (algorithms.h says why). */
+  size_t rounds = nranks > 1 ? sched_rounds((count + nranks - 1) / nranks, a->round_count) : 0;
+  for (size_t t = 0; t < rounds; t++) {
+    size_t base, len;
+    sched_round(count, a->round_count * (size_t)nranks, t, &base, &len);
+    int prev_recv = -1; /* the receive whose chunk the next send forwards */
+    for (int step = 0; step < 2 * (nranks - 1); step++) {
+      int reduce_phase = step < nranks - 1;
+      int ag = step - (nranks - 1); /* all-gather step, when not reducing */
+      int send_chunk = reduce_phase ? mod(rank - step, nranks) : mod(rank + 1 - ag, nranks);
+      int recv_chunk = reduce_phase ? mod(rank - step - 1, nranks) : mod(rank - ag, nranks);
+      sched_op_t send = {
+          .kind = SCHED_SEND,
+          .peer = right,
+          .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
+          .dep = step == 0 ? -1 : prev_recv,
+          .step = step,
+      };
+      int sent = add_chunk_op(s, send, send_chunk, nranks, base, len);
+      if (sent == -2) goto oom;
+      emit_link(s, prev_recv, sent);
+      int last = step == 2 * (nranks - 1) - 1, final = step == nranks - 2;
+      sched_kind_t kind = reduce_phase
+                              ? (final ? SCHED_RECV_REDUCE_COPY_SEND : SCHED_RECV_REDUCE_SEND)
+                              : (last ? SCHED_RECV_COPY : SCHED_RECV_COPY_SEND);
+      sched_op_t recv = {
+          .kind = kind,
+          .peer = left,
+          .buf = SCHED_RECVBUF,
+          .src_buf = SCHED_SENDBUF,
+          .dep = -1,
+          .final = final,
+          .step = step,
+      };
+      prev_recv = add_chunk_op(s, recv, recv_chunk, nranks, base, len);
+      if (prev_recv == -2) goto oom;
+    }
   }
   return WEFT_SUCCESS;
 oom:

@@ -54,36 +54,44 @@ weft_result_t ring_reduce_scatter_build(schedule_t *s, const sched_args_t *a) {
     if (emit_own_copy(s, a->in_place, 0, 0, n) == EMIT_OOM) goto oom;
     return WEFT_SUCCESS;
   }
-  /* slot[0] holds the partials of steps p-4, p-6, ..., slot[1] those of p-3, p-5, ... */
+  /* Unfused (schedule.h), slot[0] holds the partials of steps p-4, p-6, ..., slot[1] those of
+   * p-3, p-5, ...; fused, the partials go straight into the next peer's slots and these stay
+   * untouched. Rounds of at most round_count elements of every block (algorithms.h says why). */
   sched_buf_t slot_buf[2] = {a->in_place ? SCHED_SCRATCH : SCHED_RECVBUF, SCHED_SCRATCH};
   size_t slot_off[2] = {a->in_place ? n : 0, 0};
-  int prev_recv = -1, prev_send = -1;
-  sched_buf_t held_buf = SCHED_SENDBUF; /* where the partial the next send forwards lives */
-  size_t held_off = 0;
-  for (int step = 0; step < p - 1; step++) {
-    int send_block = mod(rank - 1 - step, p), recv_block = mod(rank - 2 - step, p);
-    sched_op_t send = {.kind = SCHED_SEND,
-                       .peer = mod(rank + 1, p),
-                       .buf = held_buf,
-                       .offset = step == 0 ? (size_t)send_block * n : held_off,
-                       .count = n,
-                       .dep = prev_recv,
-                       .step = step};
-    int last = step == p - 2, slot = (p - 2 - step) % 2;
-    sched_op_t recv = {.kind = SCHED_RECV_REDUCE,
-                       .peer = mod(rank - 1, p),
-                       .buf = last ? SCHED_RECVBUF : slot_buf[slot],
-                       .offset = last ? 0 : slot_off[slot],
-                       .count = n,
-                       .src_buf = SCHED_SENDBUF,
-                       .src_offset = (size_t)recv_block * n,
-                       .dep = prev_send,
-                       .final = last,
-                       .step = step};
-    if ((prev_send = emit(s, send)) == EMIT_OOM) goto oom;
-    if ((prev_recv = emit(s, recv)) == EMIT_OOM) goto oom;
-    held_buf = recv.buf;
-    held_off = recv.offset;
+  size_t rounds = sched_rounds(n, a->round_count);
+  for (size_t t = 0; t < rounds; t++) {
+    size_t base, len;
+    sched_round(n, a->round_count, t, &base, &len);
+    int prev_recv = -1, prev_send = -1;
+    sched_buf_t held_buf = SCHED_SENDBUF; /* where the partial the next send forwards lives */
+    size_t held_off = 0;
+    for (int step = 0; step < p - 1; step++) {
+      int send_block = mod(rank - 1 - step, p), recv_block = mod(rank - 2 - step, p);
+      sched_op_t send = {.kind = SCHED_SEND,
+                         .peer = mod(rank + 1, p),
+                         .buf = held_buf,
+                         .offset = step == 0 ? (size_t)send_block * n + base : held_off,
+                         .count = len,
+                         .dep = prev_recv,
+                         .step = step};
+      int last = step == p - 2, slot = (p - 2 - step) % 2;
+      sched_op_t recv = {.kind = last ? SCHED_RECV_REDUCE : SCHED_RECV_REDUCE_SEND,
+                         .peer = mod(rank - 1, p),
+                         .buf = last ? SCHED_RECVBUF : slot_buf[slot],
+                         .offset = (last ? 0 : slot_off[slot]) + base,
+                         .count = len,
+                         .src_buf = SCHED_SENDBUF,
+                         .src_offset = (size_t)recv_block * n + base,
+                         .dep = prev_send,
+                         .final = last,
+                         .step = step};
+      if ((prev_send = emit(s, send)) == EMIT_OOM) goto oom;
+      emit_link(s, prev_recv, prev_send);
+      if ((prev_recv = emit(s, recv)) == EMIT_OOM) goto oom;
+      held_buf = recv.buf;
+      held_off = recv.offset;
+    }
   }
   emit_size_scratch(s);
   return WEFT_SUCCESS;

@@ -67,7 +67,7 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
                       "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
                       op->offset, op->count, (int)op->buf,
                       (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
-    if ((op->kind == SCHED_RECV_REDUCE || op->kind == SCHED_COPY) &&
+    if ((sched_is_reduce(op->kind) || op->kind == SCHED_COPY) &&
         !in_buffer(s, op->src_buf, op->src_offset, op->count))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
     if (op->dep >= i)
@@ -75,6 +75,18 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
     if (op->dep >= 0 && s->ops[op->dep].count != op->count)
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
                       op->dep);
+    if (sched_is_fused(op->kind)) {
+      const sched_op_t *f = op->fwd > i && op->fwd < s->nops ? &s->ops[op->fwd] : NULL;
+      if (!f || f->kind != SCHED_SEND || f->dep != i || f->count != op->count)
+        return WEFT_ERR(WEFT_ERR_INTERNAL,
+                        "schedule op %d: fused step must feed a later send that depends on it "
+                        "(fwd %d)",
+                        i, op->fwd);
+      for (int k = 0; k < i; k++)
+        if (sched_is_fused(s->ops[k].kind) && s->ops[k].fwd == op->fwd)
+          return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule ops %d and %d feed the same send %d", k, i,
+                          op->fwd);
+    }
   }
   return WEFT_SUCCESS;
 }

@@ -24,7 +24,28 @@ typedef enum {
   SCHED_SEND_TOKEN,  /* send one byte that carries no data (barriers) */
   SCHED_RECV_TOKEN,
   SCHED_COPY, /* local: buf[offset+i] = src[src_offset+i] (peer unused) */
+  /* Fused steps, as NCCL's primitives: one pass over a received slice that writes the memory
+   * the next peer reads (the slot of op `fwd`, a SEND whose dep is this op) instead of a local
+   * buffer that the send then copies. The SEND op stays in the schedule, in its stream's order;
+   * the executor posts its slices from here. */
+  SCHED_RECV_REDUCE_SEND,      /* src op incoming -> fwd's slot only (buf is not written) */
+  SCHED_RECV_REDUCE_COPY_SEND, /* src op incoming -> fwd's slot and buf, in the same pass */
+  SCHED_RECV_COPY_SEND,        /* incoming -> fwd's slot and buf: forward and keep, one read */
 } sched_kind_t;
+
+/* Where the executor cannot fuse (the send's transport lends no slot, or a copy-send's receive
+ * does not land in place), a fused kind runs as its parts: RECV_REDUCE (or RECV_COPY) into buf,
+ * then the SEND from buf. So buf of every fused kind names memory the send may read, sized like
+ * the op, and the schedule must be correct either way. */
+static inline int sched_is_fused(sched_kind_t k) {
+  return k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND ||
+         k == SCHED_RECV_COPY_SEND;
+}
+
+/* Kinds that combine the incoming data with src (reducing receives, fused or not). */
+static inline int sched_is_reduce(sched_kind_t k) {
+  return k == SCHED_RECV_REDUCE || k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND;
+}
 
 /* The buffers an op may name: the caller's input and output, and scratch memory the executor
  * provides (for partial results that fit neither, e.g. a reduce-scatter's passing sums). */
@@ -38,14 +59,15 @@ typedef enum {
 typedef struct {
   sched_kind_t kind;
   int peer;
-  sched_buf_t buf; /* SEND: source; RECV_*, COPY: destination */
-  size_t offset;   /* in elements */
-  size_t count;    /* in elements; tokens: 0 */
+  sched_buf_t buf;     /* SEND: source; RECV_*, COPY: destination */
+  size_t offset;       /* in elements */
+  size_t count;        /* in elements; tokens: 0 */
   sched_buf_t src_buf; /* RECV_REDUCE: the local operand; COPY: the source */
   size_t src_offset;
   int dep;   /* index of an earlier op with the same count, slice-wise prerequisite; -1: none */
   int final; /* RECV_REDUCE: these elements are now fully reduced (WEFT_AVG divides here) */
   int step;  /* the algorithm's step number, for error messages and traces */
+  int fwd;   /* fused kinds: the SEND op this one writes the slots of (it depends on this op) */
 } sched_op_t;
 
 typedef struct {

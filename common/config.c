@@ -57,8 +57,14 @@ static const knob_t knobs[] = {
      * receiver is descheduled instead of sleeping after 8 slots; 4 ranks on 2 cores, ring
      * all-reduce over shm, busbw at 4 MiB went from 0.9-1.6 GB/s (8 slots, bimodal) to 2.1-2.2
      * (32 slots; 16: bimodal, 64: no better). */
-    {"WEFT_SHM_SLOTS", "32", KNOB_INT, 1, 1024, KNOB_AT(shm_slots),
-     "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection"},
+    /* At least 2: rings run in rounds of half the slots per link (algorithms.h), and a round of
+     * as many slices as a link holds could wait on itself. */
+    {"WEFT_SHM_SLOTS", "32", KNOB_INT, 2, 1024, KNOB_AT(shm_slots),
+     "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection (also TCP's "
+     "send staging slots; rings move half that many slices per chunk per round)"},
+    {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 1, KNOB_AT(fused_steps),
+     "1: a received slice is reduced (or copied) straight into the next peer's slot; 0: into "
+     "the output, then sent from there (two passes; for comparison and debugging)"},
     /* 4 ranks on 2 cores, all-reduce over shm: 4 KiB 100 -> 35 us and 16 MiB 1.9 -> 2.5 GB/s busbw
      * with 1000 us against none (50 and 200 us were in between); over TCP 4 KiB 96 -> 68 us. */
     {"WEFT_SPIN_US", "1000", KNOB_INT, 0, 10000000, KNOB_AT(spin_us),

@@ -30,6 +30,7 @@ typedef struct {
   char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
   char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else tcp), tcp or shm */
   int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
+  int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
   int spin_us;             /* WEFT_SPIN_US: a wait polls (yielding the core) this long, then sleeps */
   char device[16];         /* WEFT_DEVICE: auto, cuda, emulated or none (device/device.h) */
 } weft_config_t;

@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 
-enum { EV_SEND, EV_RECV, EV_REDUCE, EV_WAIT };
+enum { EV_SEND, EV_RECV, EV_REDUCE, EV_WAIT, EV_FUSED };
 
 /* The first buffer holds this many events; it doubles up to WEFT_TRACE_MAX_EVENTS, so a short
  * job does not pay for the cap. */
@@ -26,6 +26,7 @@ typedef struct {
   int64_t slice;
   int32_t peer, step;
   int kind;
+  const char *name; /* EV_FUSED: the step's kind (a static string) */
 } event_t;
 
 /* What the executor said about a transfer when it posted it, kept until it retires. */
@@ -151,8 +152,8 @@ static void add(trace_t *t, int kind, int64_t from, int64_t to, int peer, const 
   if (!e) return;
   slot_t none = {.coll = t->coll, .algo = t->algo, .seq = t->seq, .slice = -1, .step = -1};
   if (!s) s = &none;
-  *e =
-      (event_t){from, to - from, s->coll, s->algo, s->seq, s->bytes, s->slice, peer, s->step, kind};
+  *e = (event_t){from,     to - from, s->coll, s->algo, s->seq, s->bytes,
+                 s->slice, peer,      s->step, kind,    NULL};
 }
 
 void trace_retire(trace_t *t, int peer, int is_send, int slot) {
@@ -170,6 +171,13 @@ void trace_reduce(trace_t *t, int peer, int slot) {
   stream_t *st = stream_of(t, peer, 0);
   if (!st || slot < 0 || slot >= t->nslots) return;
   add(t, EV_REDUCE, t->retired_at, clock_now_ns(), peer, &st->slots[slot]);
+}
+
+void trace_fused(trace_t *t, int peer, int slot, const char *name) {
+  stream_t *st = stream_of(t, peer, 0);
+  if (!st || slot < 0 || slot >= t->nslots) return;
+  add(t, EV_FUSED, t->retired_at, clock_now_ns(), peer, &st->slots[slot]);
+  if (t->nev > 0 && t->ev[t->nev - 1].kind == EV_FUSED) t->ev[t->nev - 1].name = name;
 }
 
 void trace_wait_begin(trace_t *t) { t->wait_from = clock_now_ns(); }
@@ -196,6 +204,8 @@ static const char *event_name(const event_t *e) {
       return e->step < 0 ? "recv desc" : "recv";
     case EV_REDUCE:
       return "reduce";
+    case EV_FUSED:
+      return e->name ? e->name : "fused";
     default:
       return "wait";
   }

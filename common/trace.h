@@ -54,6 +54,10 @@ void trace_post(trace_t *t, int peer, int is_send, int slot, const char *coll, c
 void trace_retire(trace_t *t, int peer, int is_send, int slot);
 /* The slot just retired was folded into the output: a reduce event from the retire until now. */
 void trace_reduce(trace_t *t, int peer, int slot);
+/* The slot just retired went through a fused step (`name`: "recv-reduce-send", ...): one event
+ * on the executor track for the pass that read it and wrote the next peer's slot (no separate
+ * reduce, and no copy into the slot). */
+void trace_fused(trace_t *t, int peer, int slot, const char *name);
 /* The executor blocks in the transport's wait (poll) between these two. */
 void trace_wait_begin(trace_t *t);
 void trace_wait_end(trace_t *t);

@@ -6,7 +6,9 @@
  * hands the executor a pointer into the slot itself (post_recv_inplace) and frees it when the
  * reduction is done (release_recv): the reduction reads the peer's bytes once, with no staging
  * copy. Slots are freed in order by moving `tail` (release). Messages larger than a slot go
- * through several slots in turn.
+ * through several slots in turn. A fused ring step borrows the next outgoing slot instead
+ * (lend_send), writes its reduction there, and publishes it (commit_send): the message is
+ * written once, by the reduction, and never copied.
  *
  * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h), then a
  * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
@@ -54,6 +56,8 @@ typedef struct {
   shm_ring_ctl_t *out, *in;
   shm_bell_t *peer_bell;
   uint64_t head;        /* our copy of out->head */
+  uint64_t lent;        /* outgoing slots lent to a fused step (lend_send): head .. lent-1 */
+  int want_slot;        /* the last lend_send found the ring full: wait() waits for room too */
   uint64_t rcur;        /* next incoming slot to hand to a receive */
   uint64_t rtail;       /* our copy of in->tail */
   unsigned char *freed; /* per incoming slot: received and done with, not yet behind tail */
@@ -205,6 +209,45 @@ static weft_result_t shm_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) 
   return WEFT_SUCCESS;
 }
 
+/* Lending: the fused step writes its result straight into the peer's next free slot; commit only
+ * records the length and publishes the slot, so the message costs no copy here. The executor
+ * makes no post_send while a slot is lent, so send_progress (which writes at head) never meets
+ * a lent slot. */
+static weft_result_t shm_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  *slot = NULL;
+  if (len > c->seg.slot_bytes || len == 0)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "lent send of %zu bytes to rank %d: must be 1..%zu bytes",
+                    len, base->peer, c->seg.slot_bytes);
+  if (c->lent < c->head) c->lent = c->head;
+  uint64_t n = (uint64_t)c->seg.nslots;
+  if (c->lent - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) {
+    c->want_slot = 1; /* the peer has not freed a slot yet */
+    return WEFT_SUCCESS;
+  }
+  c->want_slot = 0;
+  size_t i = (size_t)(c->lent++ % n);
+  c->seg.len[c->side][i] = (uint32_t)len; /* read by the peer only once head passes it */
+  x->complete = 0;
+  x->parts_left = 1;
+  x->data = c->seg.data[c->side] + i * c->seg.slot_bytes;
+  *slot = (char *)x->data;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t shm_commit_send(conn_t *base, xfer_t *x) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  size_t i = (size_t)(c->head % (uint64_t)c->seg.nslots);
+  if (c->head >= c->lent || x->data != c->seg.data[c->side] + i * c->seg.slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "shm commit to rank %d out of lending order", base->peer);
+  atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
+  shm_bell_ring(c->peer_bell);
+  x->data = NULL;
+  x->parts_left = 0;
+  x->complete = 1;
+  return WEFT_SUCCESS;
+}
+
 /* Moves tail past every slot done with, in order, and tells the sender there is room. */
 static void free_slots(shm_conn_t *c) {
   uint64_t n = (uint64_t)c->seg.nslots, before = c->rtail;
@@ -277,8 +320,12 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
   return WEFT_SUCCESS;
 }
 
+/* Something posted (or a refused lend) waits on this connection. */
+static int waiting(const shm_conn_t *c) { return c->send_head || c->recv_head || c->want_slot; }
+
 static int ring_full(const shm_conn_t *c) {
-  return c->head - atomic_load_explicit(&c->out->tail, memory_order_acquire) >=
+  uint64_t taken = c->lent > c->head ? c->lent : c->head; /* lent slots are taken too */
+  return taken - atomic_load_explicit(&c->out->tail, memory_order_acquire) >=
          (uint64_t)c->seg.nslots;
 }
 
@@ -292,10 +339,11 @@ static weft_result_t shm_progress(conn_t *base, int *progressed) {
   WEFT_CHECK(recv_progress(c, progressed));
   /* A closed peer is an error only once we are stuck on it: what it wrote before is still read. */
   int how = atomic_load(&c->seg.closed[1 - c->side]);
-  if (how == SHM_ABORTED && (c->send_head || c->recv_head))
+  if (how == SHM_ABORTED && waiting(c))
     return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d aborted the connection (it failed or was aborted)",
                     base->peer);
-  if (how == SHM_CLOSED && ((c->send_head && ring_full(c)) || (c->recv_head && ring_empty(c))))
+  if (how == SHM_CLOSED &&
+      (((c->send_head || c->want_slot) && ring_full(c)) || (c->recv_head && ring_empty(c))))
     return WEFT_ERR(WEFT_ERR_REMOTE,
                     "rank %d closed the connection while this rank was still %s "
                     "it",
@@ -305,9 +353,9 @@ static weft_result_t shm_progress(conn_t *base, int *progressed) {
 
 /* Whether progress() would move something or report something now. */
 static int ready(const shm_conn_t *c) {
-  if (!c->send_head && !c->recv_head) return 0;
+  if (!waiting(c)) return 0;
   if (atomic_load_explicit(&c->seg.closed[1 - c->side], memory_order_relaxed)) return 1;
-  return (c->send_head && !ring_full(c)) || (c->recv_head && !ring_empty(c));
+  return ((c->send_head || c->want_slot) && !ring_full(c)) || (c->recv_head && !ring_empty(c));
 }
 
 static int any_ready(conn_t *const *conns, int n) {
@@ -319,8 +367,7 @@ static int any_ready(conn_t *const *conns, int n) {
 static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
-    const shm_conn_t *c = (const shm_conn_t *)conns[i];
-    busy |= c->send_head || c->recv_head;
+    busy |= waiting((const shm_conn_t *)conns[i]);
   }
   if (!busy) return WEFT_SUCCESS;
   /* No PAUSE-instruction spin first: in a virtual machine a PAUSE loop makes the hypervisor
@@ -338,7 +385,7 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   if (!timed_out) return WEFT_SUCCESS;
   for (int i = 0; i < n; i++) {
     const shm_conn_t *c = (const shm_conn_t *)conns[i];
-    if ((c->send_head || c->recv_head) && !pid_alive(c->peer_pid))
+    if (waiting(c) && !pid_alive(c->peer_pid))
       return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d (pid %d) exited while this rank was %s it",
                       c->base.peer, c->peer_pid, c->recv_head ? "receiving from" : "sending to");
   }
@@ -375,4 +422,6 @@ const transport_ops_t shm_transport_ops = {
     .attach_peers = shm_attach_peers,
     .post_recv_inplace = shm_post_recv_inplace,
     .release_recv = shm_release_recv,
+    .lend_send = shm_lend_send,
+    .commit_send = shm_commit_send,
 };

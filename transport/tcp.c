@@ -36,12 +36,23 @@ typedef struct {
   xfer_part_t *recv_head, *recv_tail;
 } lane_t;
 
+/* Send staging slots lent to fused steps (lend_send), allocated on the first lend. */
+typedef struct {
+  char *mem;           /* nslots slots of slot_bytes */
+  unsigned char *busy; /* per slot: lent or on the wire */
+  size_t *len;         /* per slot: the length given to lend_send */
+  int nslots;
+  size_t slot_bytes;
+  uint64_t next; /* slots lent so far: slot next % nslots is the next one lent */
+} lend_pool_t;
+
 typedef struct {
   conn_t base;
   struct tcp_transport *t;
   int nlanes;
   uint64_t sent_msgs, recv_msgs; /* messages posted so far, per direction: the striping rule */
   lane_t lanes[XFER_MAX_LANES];
+  lend_pool_t pool;
 } tcp_conn_t;
 
 typedef struct tcp_transport {
@@ -74,8 +85,7 @@ static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) 
   /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
   net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
   net_addr_set_port(&addr, 0);
-  WEFT_CHECK_GOTO(net_listen(&addr, 4 * p->nranks * t->nlanes + 16, &t->listen_fd,
-                             &t->listen_addr),
+  WEFT_CHECK_GOTO(net_listen(&addr, 4 * p->nranks * t->nlanes + 16, &t->listen_fd, &t->listen_addr),
                   res, fail);
   *out = &t->base;
   return WEFT_SUCCESS;
@@ -101,7 +111,8 @@ static void tcp_destroy(transport_t *base) {
 }
 
 /* Accepts one connection, reads its hello and acknowledges it; a valid one is stashed for its
- * owner. Garbage and foreign connections are refused and dropped: they are not this rank's error. */
+ * owner. Garbage and foreign connections are refused and dropped: they are not this rank's error.
+ */
 static weft_result_t accept_one(tcp_transport_t *t, int timeout_ms) {
   int fd;
   WEFT_CHECK(net_accept(t->listen_fd, timeout_ms, &fd));
@@ -144,6 +155,9 @@ static weft_result_t conn_alloc(tcp_transport_t *t, int peer, tcp_conn_t **out) 
 static void conn_free(tcp_conn_t *c) {
   for (int i = 0; i < c->nlanes; i++)
     if (c->lanes[i].fd >= 0) close(c->lanes[i].fd);
+  free(c->pool.mem);
+  free(c->pool.busy);
+  free(c->pool.len);
   free(c);
 }
 
@@ -178,19 +192,20 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
       if (n > 0 && pfd[0].revents) {
         ssize_t r = recv(c->lanes[lane].fd, ack + got, sizeof ack - got, 0);
         if (r == 0)
-          return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d at %s closed the connection during the "
+          return WEFT_ERR(WEFT_ERR_REMOTE,
+                          "rank %d at %s closed the connection during the "
                           "handshake (is something other than weft listening there?)",
                           c->base.peer, where);
         if (r < 0 && errno != EINTR && errno != EAGAIN)
-          return WEFT_ERR(WEFT_ERR_REMOTE, "handshake with rank %d at %s: %s", c->base.peer,
-                          where, strerror(errno));
+          return WEFT_ERR(WEFT_ERR_REMOTE, "handshake with rank %d at %s: %s", c->base.peer, where,
+                          strerror(errno));
         if (r > 0) got += (size_t)r;
       }
     }
     int32_t status = tcp_ack_decode(ack);
     if (status != TCP_ACK_OK)
-      return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s",
-                      c->base.peer, where, tcp_ack_reason(status));
+      return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", c->base.peer,
+                      where, tcp_ack_reason(status));
   }
   return WEFT_SUCCESS;
 }
@@ -219,8 +234,7 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
   return WEFT_SUCCESS;
 }
 
-static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_blob,
-                                 conn_t **out) {
+static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
   tcp_transport_t *t = (tcp_transport_t *)base;
   tcp_conn_t *c = NULL;
   WEFT_CHECK(conn_alloc(t, peer, &c));
@@ -280,20 +294,85 @@ static void post(tcp_conn_t *c, char *buf, size_t len, xfer_t *x, int is_send) {
 }
 
 static weft_result_t tcp_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
+  x->data = NULL; /* not from a lent slot (slot_done looks) */
   post((tcp_conn_t *)base, (char *)buf, len, x, 1);
   return WEFT_SUCCESS;
 }
 
+/* Lending: a fused step reduces into a staging slot here instead of into the caller's buffer, and
+ * the socket reads it from there: the same bytes through the kernel, one buffer write fewer. The
+ * pool has WEFT_SHM_SLOTS slots: a ring schedule needs every lending transport to hold more
+ * slices in flight per direction than its rounds put on a link before forwarding (half of that;
+ * see ring_allreduce.c), or the ring could wait on itself. */
+static weft_result_t tcp_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  lend_pool_t *pool = &c->pool;
+  *slot = NULL;
+  if (!pool->mem) {
+    pool->nslots = c->t->cfg->shm_slots;
+    pool->slot_bytes = c->t->cfg->slice_bytes;
+    pool->mem = malloc((size_t)pool->nslots * pool->slot_bytes);
+    pool->busy = calloc((size_t)pool->nslots, 1);
+    pool->len = calloc((size_t)pool->nslots, sizeof *pool->len);
+    if (!pool->mem || !pool->busy || !pool->len) {
+      free(pool->mem);
+      free(pool->busy);
+      free(pool->len);
+      memset(pool, 0, sizeof *pool);
+      return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp send staging to rank %d: out of memory", base->peer);
+    }
+  }
+  if (len == 0 || len > pool->slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "lent send of %zu bytes to rank %d: must be 1..%zu bytes",
+                    len, base->peer, pool->slot_bytes);
+  size_t i = (size_t)(pool->next % (uint64_t)pool->nslots);
+  if (pool->busy[i]) return WEFT_SUCCESS; /* still on the wire: progress frees it */
+  pool->busy[i] = 1;
+  pool->len[i] = len;
+  pool->next++;
+  x->complete = 0;
+  x->parts_left = 1;
+  x->data = pool->mem + i * pool->slot_bytes;
+  *slot = (char *)x->data;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t tcp_commit_send(conn_t *base, xfer_t *x) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  lend_pool_t *pool = &c->pool;
+  if (!pool->mem || !x->data || x->data < pool->mem ||
+      x->data >= pool->mem + (size_t)pool->nslots * pool->slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "tcp commit to rank %d of a slot it did not lend",
+                    base->peer);
+  char *slot = (char *)x->data;
+  post(c, slot, pool->len[(size_t)(slot - pool->mem) / pool->slot_bytes], x, 1);
+  x->data = slot; /* post leaves it: slot_done frees the slot once the bytes are out */
+  return WEFT_SUCCESS;
+}
+
 static weft_result_t tcp_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
+  x->data = NULL;
   post((tcp_conn_t *)base, (char *)buf, len, x, 0);
   return WEFT_SUCCESS;
 }
 
-static void part_done(xfer_part_t **head, xfer_part_t **tail) {
+/* A finished message that came from a lent slot gives the slot back. */
+static void slot_done(lend_pool_t *pool, xfer_t *x) {
+  if (!pool->mem || !x->data || x->data < pool->mem ||
+      x->data >= pool->mem + (size_t)pool->nslots * pool->slot_bytes)
+    return;
+  pool->busy[(size_t)(x->data - pool->mem) / pool->slot_bytes] = 0;
+  x->data = NULL;
+}
+
+static void part_done(tcp_conn_t *c, xfer_part_t **head, xfer_part_t **tail) {
   xfer_part_t *p = *head;
   *head = p->next;
   if (!*head) *tail = NULL;
-  if (--p->owner->parts_left == 0) p->owner->complete = 1;
+  if (--p->owner->parts_left == 0) {
+    p->owner->complete = 1;
+    slot_done(&c->pool, p->owner);
+  }
 }
 
 /* Queued parts go out (and come in) several per system call: a collective's call description
@@ -307,14 +386,14 @@ static int gather(const xfer_part_t *p, struct iovec *iov) {
 }
 
 /* Advances the queue by `n` bytes moved, completing the parts they finish. */
-static void consume(xfer_part_t **head, xfer_part_t **tail, size_t n) {
+static void consume(tcp_conn_t *c, xfer_part_t **head, xfer_part_t **tail, size_t n) {
   while (n > 0) {
     xfer_part_t *p = *head;
     size_t k = n < p->left ? n : p->left;
     p->ptr += k;
     p->left -= k;
     n -= k;
-    if (p->left == 0) part_done(head, tail);
+    if (p->left == 0) part_done(c, head, tail);
   }
 }
 
@@ -330,7 +409,7 @@ static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed)
                       strerror(errno));
     }
     *progressed = 1;
-    consume(&lane->send_head, &lane->send_tail, (size_t)n);
+    consume(c, &lane->send_head, &lane->send_tail, (size_t)n);
   }
   while (lane->recv_head) {
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)gather(lane->recv_head, iov)};
@@ -347,7 +426,7 @@ static weft_result_t lane_progress(tcp_conn_t *c, lane_t *lane, int *progressed)
                       c->base.peer, strerror(errno));
     }
     *progressed = 1;
-    consume(&lane->recv_head, &lane->recv_tail, (size_t)n);
+    consume(c, &lane->recv_head, &lane->recv_tail, (size_t)n);
   }
   return WEFT_SUCCESS;
 }
@@ -374,8 +453,8 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   for (int i = 0; i < n; i++) {
     const tcp_conn_t *c = (const tcp_conn_t *)conns[i];
     for (int l = 0; l < c->nlanes && np < 64; l++) {
-      short ev = (short)((c->lanes[l].send_head ? POLLOUT : 0) |
-                         (c->lanes[l].recv_head ? POLLIN : 0));
+      short ev =
+          (short)((c->lanes[l].send_head ? POLLOUT : 0) | (c->lanes[l].recv_head ? POLLIN : 0));
       if (ev) pfds[np++] = (struct pollfd){c->lanes[l].fd, ev, 0};
     }
   }
@@ -416,4 +495,6 @@ const transport_ops_t tcp_transport_ops = {
     .progress = tcp_progress,
     .wait = tcp_wait,
     .close = tcp_close,
+    .lend_send = tcp_lend_send,
+    .commit_send = tcp_commit_send,
 };

@@ -57,10 +57,14 @@ TEST_P(Algorithms, EveryRankGetsTheCollectivesResult) {
   for (size_t count : counts)
     for (int root : roots)
       for (bool in_place : {false, true})
-        for (const sim::Options& o : kOptions) {
-          sim::Call c = {e->coll, p, count, rooted ? root : -1, in_place};
-          ASSERT_TRUE(sim::RunCall(e->build, c, Scaled(o, count))) << AlgoName(e->algo);
-        }
+        for (const sim::Options& o : kOptions)
+          // One round, and rings cut into rounds of 2 and 5 elements per chunk.
+          for (size_t round_count : {0, 2, 5}) {
+            sim::Call c = {e->coll, p, count, rooted ? root : -1, in_place};
+            c.round_count = round_count;
+            ASSERT_TRUE(sim::RunCall(e->build, c, Scaled(o, count)))
+                << AlgoName(e->algo) << " round_count " << round_count;
+          }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Algorithms,

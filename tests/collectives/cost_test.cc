@@ -48,7 +48,7 @@ TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
       size_t most = 0;
       for (int r = 0; r < p; r++) {
         schedule_t s;
-        sched_args_t a = {coll, r, p, count, 0, 0, nullptr, 0};
+        sched_args_t a = {coll, r, p, count, 0, 0, nullptr, 0, 0};
         ASSERT_EQ(e->build(&s, &a), WEFT_SUCCESS);
         size_t sent = 0;
         for (int i = 0; i < s.nops; i++)

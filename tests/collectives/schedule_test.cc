@@ -16,7 +16,7 @@ namespace {
 TEST(Schedule, ValidateRejectsBrokenSchedules) {
   schedule_t s;
   sched_init(&s, 10, 10);
-  sched_op_t op = {SCHED_SEND, 5, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0};
+  sched_op_t op = {SCHED_SEND, 5, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1};
   sched_add(&s, &op);
   EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
   EXPECT_NE(std::string(err_last()).find("peer 5 out of range"), std::string::npos) << err_last();
@@ -77,9 +77,9 @@ TEST(PointToPoint, SendMeetsRecv) {
     for (const sim::Options& o : {sim::Options{4, 2, false, 1}, sim::Options{3, 1, true, 2}}) {
       sim::World w = Blank(4, count);
       Free(w);
-      sched_args_t a = {WEFT_COLL_SEND, 3, 4, count, 1, 0, nullptr, 0};
+      sched_args_t a = {WEFT_COLL_SEND, 3, 4, count, 1, 0, nullptr, 0, 0};
       ASSERT_EQ(send->build(&w.sched[3], &a), WEFT_SUCCESS);
-      sched_args_t b = {WEFT_COLL_RECV, 1, 4, count, 3, 0, nullptr, 0};
+      sched_args_t b = {WEFT_COLL_RECV, 1, 4, count, 3, 0, nullptr, 0, 0};
       ASSERT_EQ(recv->build(&w.sched[1], &b), WEFT_SUCCESS);
       for (int r : {0, 2}) sched_init(&w.sched[r], 0, 0);
       ASSERT_EQ(sim::CheckStatic(w, false), "");
@@ -96,10 +96,10 @@ TEST(Simulator, CatchesASendRacingAReceiveIntoTheSameMemory) {
   for (uint64_t seed = 1; seed <= 20; seed++) {
     sim::World w = Blank(2, 4);
     for (auto& c : w.mem[0].recv) c = {7, 1, 0, true};
-    Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 0, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 0, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
     std::string err = sim::Simulate(w, {4, 4, true, seed});
     Free(w);
     if (err.find("send may still be reading") != std::string::npos) return;
@@ -114,8 +114,8 @@ TEST(Simulator, CatchesAReceiveThatWaitsOnItsOwnStepsSend) {
   for (bool rendezvous : {false, true}) {
     sim::World w = Blank(2, 4);
     for (int r = 0; r < 2; r++) {
-      Add(w, r, {SCHED_SEND, 1 - r, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
-      Add(w, r, {SCHED_RECV_COPY, 1 - r, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, 0, 0, 0});
+      Add(w, r, {SCHED_SEND, 1 - r, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+      Add(w, r, {SCHED_RECV_COPY, 1 - r, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, 0, 0, 0, -1});
     }
     std::string err = sim::Simulate(w, {4, 4, rendezvous, 1});
     Free(w);
@@ -128,8 +128,8 @@ TEST(Simulator, CatchesAReceiveThatWaitsOnItsOwnStepsSend) {
 
 TEST(Simulator, CatchesMismatchedStreamsAndHeaders) {
   sim::World w = Blank(2, 4);
-  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 3, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 3, SCHED_SENDBUF, 0, -1, 0, 0, -1});
   EXPECT_NE(sim::CheckStatic(w, false).find("do not pair up"), std::string::npos);
   w.sched[1].ops[0].count = 4;
   EXPECT_EQ(sim::CheckStatic(w, false), "");
@@ -144,29 +144,29 @@ TEST(Simulator, CatchesMismatchedStreamsAndHeaders) {
 TEST(Simulator, CatchesAFinalFoldOfAPartialSumAndADoubleCount) {
   // Three ranks; rank 0 folds in rank 1's input and finalizes without rank 2's.
   sim::World w = Blank(3, 2);
-  Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 0, {SCHED_RECV_REDUCE, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 1, 0});
+  Add(w, 1, {SCHED_SEND, 0, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 0, {SCHED_RECV_REDUCE, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 1, 0, -1});
   EXPECT_NE(sim::Simulate(w, {}).find("finalizes a partial sum"), std::string::npos);
   Free(w);
   w = Blank(2, 2);
-  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_RECVBUF, 0, 0, 0, 0});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 1, {SCHED_RECV_REDUCE, 0, SCHED_RECVBUF, 0, 2, SCHED_RECVBUF, 0, 0, 0, 0, -1});
   EXPECT_NE(sim::Simulate(w, {}).find("twice"), std::string::npos);
   Free(w);
 }
 
 TEST(Simulator, CatchesReadsOfUnwrittenMemoryAndNullBuffers) {
   sim::World w = Blank(2, 2);
-  Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
   EXPECT_NE(sim::Simulate(w, {}).find("nothing has written"), std::string::npos);
   Free(w);
   w = Blank(2, 2);
   w.mem[1].has_recv = false;
-  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
-  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0});
+  Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+  Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 2, SCHED_SENDBUF, 0, -1, 0, 0, -1});
   EXPECT_NE(sim::Simulate(w, {}).find("may pass as NULL"), std::string::npos);
   Free(w);
 }
@@ -176,10 +176,10 @@ TEST(Simulator, CatchesAForwardThatDoesNotWaitForItsData) {
   bool caught = false;
   for (uint64_t seed = 1; seed <= 20 && !caught; seed++) {
     sim::World w = Blank(3, 8);
-    Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 1, {SCHED_SEND, 2, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
-    Add(w, 2, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0});
+    Add(w, 0, {SCHED_SEND, 1, SCHED_SENDBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 1, {SCHED_RECV_COPY, 0, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 1, {SCHED_SEND, 2, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0, -1});
+    Add(w, 2, {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 0, 8, SCHED_SENDBUF, 0, -1, 0, 0, -1});
     std::string err = sim::Simulate(w, {2, 4, false, seed});
     caught = !err.empty();
     Free(w);

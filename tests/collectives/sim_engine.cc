@@ -17,8 +17,12 @@ namespace sim {
 
 bool IsSend(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
 bool IsToken(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
+// The fused kinds run here as their unfused parts (schedule.h): the receive writes buf and the
+// send it feeds reads buf. That is the path every fused schedule must also be correct on; the
+// fused path itself is checked with real transports (tests/collectives_mp).
 bool Writes(sched_kind_t k) {
-  return k == SCHED_RECV_COPY || k == SCHED_RECV_REDUCE || k == SCHED_COPY;
+  return k == SCHED_RECV_COPY || sched_is_reduce(k) || k == SCHED_COPY ||
+         k == SCHED_RECV_COPY_SEND;
 }
 
 const char* KindName(sched_kind_t k) {
@@ -35,6 +39,12 @@ const char* KindName(sched_kind_t k) {
       return "recv-token";
     case SCHED_COPY:
       return "copy";
+    case SCHED_RECV_REDUCE_SEND:
+      return "recv-reduce-send";
+    case SCHED_RECV_REDUCE_COPY_SEND:
+      return "recv-reduce-copy-send";
+    case SCHED_RECV_COPY_SEND:
+      return "recv-copy-send";
   }
   return "?";
 }
@@ -52,7 +62,7 @@ std::string OpName(const schedule_t& s, int rank, int i) {
   o << " op " << i << " (" << KindName(op.kind);
   if (op.kind != SCHED_COPY) o << (IsSend(op.kind) ? " to " : " from ") << op.peer;
   o << ", " << BufName(op.buf) << "[" << op.offset << ", +" << op.count << ")";
-  if (op.kind == SCHED_RECV_REDUCE || op.kind == SCHED_COPY)
+  if (sched_is_reduce(op.kind) || op.kind == SCHED_COPY)
     o << " src " << BufName(op.src_buf) << "[" << op.src_offset << "]";
   o << ", dep " << op.dep << ", step " << op.step << ")";
   return o.str();
@@ -318,7 +328,7 @@ class Runner {
     } else {
       Link& l = LinkOf(st.peer, r);
       l.recvs.push_back(&f);
-      if (op && op->kind == SCHED_RECV_COPY) {
+      if (op && (op->kind == SCHED_RECV_COPY || op->kind == SCHED_RECV_COPY_SEND)) {
         size_t first, n;
         SliceRange(*op, f.slice, &first, &n);
         f.dst = Resolve(r, f.op, op->buf, op->offset + first, n);
@@ -349,7 +359,7 @@ class Runner {
            " elements but the message has " + std::to_string(m.data.size()));
       return;
     }
-    if (op->kind != SCHED_RECV_COPY || !f.dst.cells) return;
+    if ((op->kind != SCHED_RECV_COPY && op->kind != SCHED_RECV_COPY_SEND) || !f.dst.cells) return;
     for (size_t i = 0; i < n; i++) {
       Lock& lk = f.dst.lock(i);
       if (lk.readers) Fail(what + " receives into memory that a send may still be reading");
@@ -376,8 +386,8 @@ class Runner {
     f.heard = m.heard;
     if (f.op < 0) return;
     const sched_op_t& op = w_.sched[r].ops[f.op];
-    if (op.kind == SCHED_RECV_REDUCE) f.staged = m.data;
-    if (op.kind != SCHED_RECV_COPY || !f.locked) return;
+    if (sched_is_reduce(op.kind)) f.staged = m.data;
+    if ((op.kind != SCHED_RECV_COPY && op.kind != SCHED_RECV_COPY_SEND) || !f.locked) return;
     for (size_t i = 0; i < m.data.size(); i++) {
       f.dst.cell(i) = m.data[i];
       f.dst.lock(i).writing = false;
@@ -408,7 +418,7 @@ class Runner {
       know_[r][f.op] |= h;
       st.heard = h;
     }
-    if (op.kind == SCHED_RECV_REDUCE) Fold(r, f, op);
+    if (sched_is_reduce(op.kind)) Fold(r, f, op);
     done_[r][f.op]++;
   }
 

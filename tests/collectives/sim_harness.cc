@@ -209,8 +209,8 @@ std::string CheckOutput(const Call& c, const World& w) {
   World w;
   std::string err;
   for (int r = 0; r < c.nranks && err.empty(); r++) {
-    sched_args_t a = {c.coll,    r,       c.nranks, c.count, c.root, c.in_place ? 1 : 0,
-                      c.node_of, c.nnodes};
+    sched_args_t a = {c.coll,    r,        c.nranks, c.count,      c.root, c.in_place ? 1 : 0,
+                      c.node_of, c.nnodes, c.round_count};
     schedule_t s;
     if (build(&s, &a) != WEFT_SUCCESS) err = "rank " + std::to_string(r) + ": " + err_last();
     w.sched.push_back(s);

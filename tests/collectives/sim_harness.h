@@ -94,6 +94,7 @@ struct Call {
   bool in_place;
   const int* node_of = nullptr;  // sched_args_t's topology; nullptr: one host
   int nnodes = 0;
+  size_t round_count = 0;  // sched_args_t's: rings move at most this much of a chunk per round
 };
 
 std::string Describe(const Call& c);

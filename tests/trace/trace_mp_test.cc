@@ -92,7 +92,13 @@ TEST_F(TraceEnv, EveryRankTracesItsStepsWithTheirPeers) {
     EXPECT_GE(Find(evs, "send", pid, {ar, to_right, "\"bytes\":65536"}).size(), 4u);
     EXPECT_EQ(Find(evs, "send", pid, {ar, from_left}).size(), 0u) << "ring sends only to the right";
     EXPECT_GE(Find(evs, "recv", pid, {ar, from_left}).size(), 4u);
-    EXPECT_GE(Find(evs, "reduce", pid, {ar, from_left}).size(), 2u);
+    // Fused: each arriving slice is reduced straight into the right neighbour's slot, one event
+    // per slice named after the step, and no separate reduce (or copy) events.
+    size_t fused = Find(evs, "recv-reduce-send", pid, {ar, from_left}).size() +
+                   Find(evs, "recv-reduce-copy-send", pid, {ar, from_left}).size();
+    EXPECT_GE(fused, 2u);
+    EXPECT_GE(Find(evs, "recv-reduce-copy-send", pid, {ar, from_left}).size(), 1u);
+    EXPECT_EQ(Find(evs, "reduce", pid, {ar, from_left}).size(), 0u);
     EXPECT_EQ(Find(evs, "send desc", pid, {ar, to_right, "\"step\":-1,"}).size(), 1u);
     EXPECT_EQ(Find(evs, "recv desc", pid, {ar, from_left}).size(), 1u);
     // 4 steps of the ring (2(p-1)), each of at least one slice.

@@ -83,7 +83,7 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
 /* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
  * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
 static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0};
+  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0, 0};
   int rpn = w->m->ranks_per_node;
   int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
   if (node_of) {

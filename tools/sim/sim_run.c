@@ -218,7 +218,9 @@ static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
   out->fifo[out->head].complete = 1;
   WEFT_CHECK(retire(w, e->from, out));
   sim_slot_t *f = &in->fifo[e->to_slot];
-  if (f->op >= 0 && d->s.ops[f->op].kind == SCHED_RECV_REDUCE) {
+  /* Fused or not, a reducing receive costs its reduction; the model counts one pass over the
+   * bytes either way (gamma), and its send waits for it through the dependency. */
+  if (f->op >= 0 && sched_is_reduce(d->s.ops[f->op].kind)) {
     sim_task_t t = {SIM_TASK_REDUCE, e->to_stream, e->to_slot, f->op, e->bytes * w->m->gamma};
     WEFT_CHECK(cpu_push(w, e->to, t));
   } else {
