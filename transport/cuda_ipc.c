@@ -19,6 +19,20 @@
  * slot to the destination on its own queue and frees the entry once that copy's fence passed.
  * Messages longer than a slot take several entries.
  *
+ * Lending (lend_send/commit_send, for fused ring steps): a device message of at most one slot may
+ * instead borrow the peer's device slot of the next free entry, which the caller's own device work
+ * (a reduction on the executor's queue) writes directly. Lending takes the entry in ring order
+ * like a queued send, after importing the peer's slots if needed; it returns no slot while the
+ * import is not possible yet, the ring is full, or earlier sends still wait for entries (they go
+ * first); the length (with DEV_BIT) is recorded then. The caller commits once its work's fence
+ * passed, so commit copies nothing: the entry becomes publishable and is published in ring order,
+ * behind any earlier entry whose copy is still in flight. An entry lent and never committed is
+ * never published: head stops before it, the peer never sees it, and close frees nothing extra
+ * for it (entries own no memory). The caller's work writing a lent slot must have ended before
+ * close, which unmaps the peer's slots (the executor drains its queue after a failure). Host
+ * messages are not lent (WEFT_ERR_INTERNAL): they are the executor's call descriptions and
+ * tokens, which fit a 256-byte host slot and cost next to nothing to copy.
+ *
  * Waiting is shm's -- spin, then a futex sleep on this rank's doorbell -- except while device
  * copies are in flight: fences ring no bell, so then it polls them, yielding, and sleeps in 1 ms
  * slices. A sleep that times out checks the peers with kill(pid, 0): a dead peer fails the wait.
@@ -80,6 +94,7 @@ typedef struct {
   char fenced;     /* send: publish only once the ticket passed */
   char pending;    /* recv: a copy out of the device slot is in flight */
   char last;       /* the owner's last entry: finishing it completes the owner */
+  char lent;       /* send: lent to the caller (lend_send), not committed yet: not publishable */
 } entry_t;
 
 typedef struct {
@@ -98,6 +113,7 @@ typedef struct {
   uint64_t assigned; /* entries filled or being filled */
   uint64_t head;     /* our copy of out->head: entries published */
   entry_t *tx;
+  int lend_blocked; /* the last lend_send found no entry: wait() watches for one to come free */
   /* receiving */
   uint64_t rcur, rtail; /* as in shm.c */
   entry_t *rx;
@@ -289,6 +305,10 @@ static weft_result_t get_queue(ipc_conn_t *c, dev_queue_t **q) {
   return WEFT_SUCCESS;
 }
 
+static int ring_full(const ipc_conn_t *c) {
+  return c->assigned - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= (uint64_t)c->n;
+}
+
 /* ---- posting ------------------------------------------------------------------------------ */
 
 static void push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
@@ -327,6 +347,7 @@ static void post(ipc_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
 }
 
 static weft_result_t ipc_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
+  ((ipc_conn_t *)base)->lend_blocked = 0; /* the caller sends this way instead */
   post((ipc_conn_t *)base, (char *)buf, len, x, 1);
   return WEFT_SUCCESS;
 }
@@ -350,8 +371,35 @@ static weft_result_t ipc_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) 
 
 /* ---- sending ------------------------------------------------------------------------------ */
 
+/* Publishes, in ring order, every entry whose bytes are there; a lent entry not yet committed
+ * stops it, and so does one whose device copy is still in flight. */
+static weft_result_t publish(ipc_conn_t *c, int *progressed) {
+  uint64_t n = (uint64_t)c->n;
+  dev_engine_t *dev = c->t->dev;
+  uint64_t before = c->head;
+  while (c->head < c->assigned) {
+    entry_t *e = &c->tx[c->head % n];
+    if (e->lent) break;
+    if (e->fenced) {
+      int done = 0;
+      weft_result_t res = dev->ops->poll(c->q_send, e->ticket, &done);
+      if (res != WEFT_SUCCESS)
+        return err_context(res, "device copy of a message to rank %d", c->base.peer);
+      if (!done) break;
+    }
+    atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
+    if (e->last) finish(e->owner);
+    e->owner = NULL;
+  }
+  if (c->head != before) {
+    shm_bell_ring(c->peer_bell);
+    *progressed = 1;
+  }
+  return WEFT_SUCCESS;
+}
+
 /* Fills free entries from the queued sends: host bytes at once, device bytes by a copy on our
- * queue into the peer's slot. Then publishes, in ring order, every entry whose bytes are there. */
+ * queue into the peer's slot. Then publishes what it can. */
 static weft_result_t send_progress(ipc_conn_t *c, int *progressed) {
   uint64_t n = (uint64_t)c->n;
   dev_engine_t *dev = c->t->dev;
@@ -384,31 +432,67 @@ static weft_result_t send_progress(ipc_conn_t *c, int *progressed) {
     }
     e->owner = x;
     e->last = k == p->left;
+    e->lent = 0;
     c->assigned++;
     p->ptr += k;
     p->left -= k;
     if (p->left == 0) pop(&c->send_head, &c->send_tail); /* completes when published */
     *progressed = 1;
   }
-  uint64_t before = c->head;
-  while (c->head < c->assigned) {
-    entry_t *e = &c->tx[c->head % n];
-    if (e->fenced) {
-      int done = 0;
-      weft_result_t res = dev->ops->poll(c->q_send, e->ticket, &done);
-      if (res != WEFT_SUCCESS)
-        return err_context(res, "device copy of a message to rank %d", c->base.peer);
-      if (!done) break;
-    }
-    atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
-    if (e->last) finish(e->owner);
-    e->owner = NULL;
+  return publish(c, progressed);
+}
+
+/* Lends the peer's device slot of the next free entry (see the top of the file). The entry is
+ * taken now, so later sends queue behind it; sends queued before it must have entries first. */
+static weft_result_t ipc_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
+  ipc_conn_t *c = (ipc_conn_t *)base;
+  *slot = NULL;
+  if (!x->device)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "rank %d: lent send of a host message to rank %d: cuda_ipc lends device "
+                    "slots only (post_send host messages)",
+                    c->t->rank, base->peer);
+  if (len == 0 || len > c->slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "rank %d: lent send of %zu bytes to rank %d: must be 1..%zu bytes (one slot)",
+                    c->t->rank, len, base->peer, c->slot_bytes);
+  c->lend_blocked = 1; /* until an entry is lent below */
+  if (c->send_head || ring_full(c)) return WEFT_SUCCESS;
+  if (!c->peer_dev) {
+    int ok;
+    WEFT_CHECK(import_peer(c, &ok));
+    if (!ok) return WEFT_SUCCESS; /* the peer has not connected yet; its export rings our bell */
   }
-  if (c->head != before) {
-    shm_bell_ring(c->peer_bell);
-    *progressed = 1;
-  }
+  c->lend_blocked = 0;
+  uint64_t i = c->assigned % (uint64_t)c->n;
+  entry_t *e = &c->tx[i];
+  e->owner = x;
+  e->fenced = 0; /* the caller waited for its own fence before it commits */
+  e->last = 1;
+  e->lent = 1;
+  c->seg.len[c->side][i] = (uint32_t)len | DEV_BIT; /* read by the peer only once head passes */
+  c->assigned++;
+  x->complete = 0;
+  x->parts_left = 1;
+  x->data = NULL;
+  *slot = c->peer_dev + i * c->slot_bytes;
   return WEFT_SUCCESS;
+}
+
+/* Makes the oldest lent entry publishable and publishes what it can: nothing is copied, the
+ * caller's work already wrote the slot. */
+static weft_result_t ipc_commit_send(conn_t *base, xfer_t *x) {
+  ipc_conn_t *c = (ipc_conn_t *)base;
+  uint64_t n = (uint64_t)c->n, q = c->head;
+  while (q < c->assigned && !c->tx[q % n].lent) q++;
+  if (q == c->assigned || c->tx[q % n].owner != x)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "rank %d: cuda_ipc commit to rank %d of a send it did not lend next (commits "
+                    "come in lending order)",
+                    c->t->rank, base->peer);
+  c->tx[q % n].lent = 0;
+  int progressed = 0;
+  return publish(c, &progressed);
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */
@@ -515,10 +599,6 @@ static weft_result_t recv_progress(ipc_conn_t *c, int *progressed) {
 
 /* ---- progress and waiting ----------------------------------------------------------------- */
 
-static int ring_full(const ipc_conn_t *c) {
-  return c->assigned - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= (uint64_t)c->n;
-}
-
 static int ring_empty(const ipc_conn_t *c) {
   return c->rcur == atomic_load_explicit(&c->in->head, memory_order_acquire);
 }
@@ -531,8 +611,13 @@ static int fences_pending(const ipc_conn_t *c) {
   return 0;
 }
 
+/* An entry at head that publish() may move on: not one the caller still fills. */
+static int publishable(const ipc_conn_t *c) {
+  return c->head < c->assigned && !c->tx[c->head % (uint64_t)c->n].lent;
+}
+
 static int busy(const ipc_conn_t *c) {
-  return c->send_head || c->recv_head || c->head < c->assigned || fences_pending(c);
+  return c->send_head || c->recv_head || publishable(c) || fences_pending(c) || c->lend_blocked;
 }
 
 static weft_result_t ipc_progress(conn_t *base, int *progressed) {
@@ -541,11 +626,12 @@ static weft_result_t ipc_progress(conn_t *base, int *progressed) {
   WEFT_CHECK(recv_progress(c, progressed));
   /* A closed peer is an error only once we are stuck on it: what it wrote before is still read. */
   int how = atomic_load(&c->seg.closed[1 - c->side]);
-  int sending = c->send_head || c->head < c->assigned;
+  int sending = c->send_head || c->head < c->assigned || c->lend_blocked;
   if (how == SHM_ABORTED && (sending || c->recv_head))
     return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d aborted the connection (it failed or was aborted)",
                     base->peer);
-  if (how == SHM_CLOSED && ((c->send_head && ring_full(c)) || (c->recv_head && ring_empty(c))))
+  if (how == SHM_CLOSED &&
+      (((c->send_head || c->lend_blocked) && ring_full(c)) || (c->recv_head && ring_empty(c))))
     return WEFT_ERR(WEFT_ERR_REMOTE,
                     "rank %d closed the connection while this rank was still %s it", base->peer,
                     c->recv_head ? "receiving from" : "sending to");
@@ -559,7 +645,7 @@ static int ready(ipc_conn_t *c) {
   dev_engine_t *dev = c->t->dev;
   uint64_t n = (uint64_t)c->n;
   int done = 0;
-  if (c->head < c->assigned) {
+  if (publishable(c)) {
     const entry_t *e = &c->tx[c->head % n];
     if (!e->fenced || dev->ops->poll(c->q_send, e->ticket, &done) != WEFT_SUCCESS || done)
       return 1; /* an error is reported by progress() */
@@ -571,8 +657,10 @@ static int ready(ipc_conn_t *c) {
     break;
   }
   if (c->recv_head && !ring_empty(c)) return 1;
-  if (c->send_head && !ring_full(c)) {
-    if (!c->send_head->owner->device || c->peer_dev) return 1;
+  /* A queued send, or a lend_send that found nothing, goes on once an entry is free and, for
+   * device bytes, the peer's slots are exported. */
+  if ((c->send_head || c->lend_blocked) && !ring_full(c)) {
+    if ((c->send_head && !c->send_head->owner->device) || c->peer_dev) return 1;
     return atomic_load_explicit(&handle_area(c, 1 - c->side)->ready, memory_order_acquire) != 0;
   }
   return 0;
@@ -643,4 +731,6 @@ const transport_ops_t cuda_ipc_transport_ops = {
     .attach_peers = ipc_attach_peers,
     .post_recv_inplace = ipc_post_recv_inplace,
     .release_recv = ipc_release_recv,
+    .lend_send = ipc_lend_send,
+    .commit_send = ipc_commit_send,
 };

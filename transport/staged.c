@@ -1,12 +1,32 @@
 /* staged.c -- device buffers across hosts: pinned host staging slots over any host connection.
  *
- * Each direction has a ring of max(2, WEFT_SLICES_IN_FLIGHT) pinned slots of WEFT_SLICE_BYTES and
- * a device queue of its own, so the copies between device and host overlap the network and each
- * other (while slot i crosses the wire, slot i+1 is being copied):
+ * Each direction has a ring of pinned slots of WEFT_SLICE_BYTES and a device queue of its own, so
+ * the copies between device and host overlap the network and each other (while slot i crosses the
+ * wire, slot i+1 is being copied). Receiving takes max(2, WEFT_SLICES_IN_FLIGHT) slots; sending
+ * max(2, WEFT_SLICES_IN_FLIGHT, WEFT_SHM_SLOTS), for lending (below).
  *
  *   send:      device buf --copy on "out"--> slot --inner post_send--> wire
+ *   lent send: caller's device work (or CPU) writes the slot --inner post_send--> wire
  *   recv:      wire --inner post_recv--> slot --copy on "in"--> device buf   (complete at fence)
  *   in place:  wire --inner post_recv--> slot, lent as x->data until release_recv
+ *
+ * Lending (lend_send/commit_send, for fused ring steps): the next free send slot is lent to the
+ * caller, whose reduction writes it directly (pinned host memory that device work writes), so the
+ * device -> slot copy of a send disappears. It is taken in ring order like a staged send; commit
+ * (the caller's fence passed) makes it ready without a copy, and it is handed to the inner
+ * connection in ring order and freed when the inner send completes, like any other send slot.
+ * Host and device messages alike may be lent. A slot lent and never committed is never handed on
+ * (handing stops at it), so the peer never sees it; its memory is the ring's, released once with
+ * it at close. The caller's work writing a lent slot must have ended before close (the executor
+ * drains its queue after a failure).
+ *
+ * Why the send ring holds at least WEFT_SHM_SLOTS slots: the executor's ring schedules decide
+ * how many slices a fused step keeps lent and in flight per direction from WEFT_SHM_SLOTS (shm's
+ * ring depth), and they rely on a lending transport holding more than WEFT_SHM_SLOTS / 2 of them.
+ * With the old max(2, WEFT_SLICES_IN_FLIGHT) slots, every rank of a ring could wait for a send
+ * slot that frees only once its successor receives, while that successor waits the same way on
+ * its own successor: a cycle, a deadlock. Lending takes no receive slot, so the receive ring
+ * keeps its size.
  *
  * Order. The inner connection is an ordered stream, so everything reaches it in the order the
  * caller posted: a host send waits behind earlier device sends until their slots were handed to
@@ -35,6 +55,8 @@
 enum {
   SLOT_FREE = 0,
   SLOT_STAGING, /* send: device -> slot copy enqueued, fence not yet passed */
+  SLOT_LENT,    /* send: lent to the caller (lend_send), not committed yet */
+  SLOT_FILLED,  /* send: lent and committed: the bytes are there, no copy to wait for */
   SLOT_SENDING, /* send: handed to the inner connection */
   SLOT_LANDING, /* recv: inner receive posted into the slot */
   SLOT_COPYING, /* recv: slot -> device copy enqueued, fence not yet passed */
@@ -55,6 +77,7 @@ typedef struct {
 
 typedef struct {
   slot_t *slots;
+  int n;           /* slots in the ring */
   char *mem;       /* one pinned allocation for all slots */
   uint64_t head;   /* slots taken so far */
   uint64_t handed; /* send: slots handed to the inner connection; recv: slots that landed */
@@ -67,14 +90,11 @@ typedef struct {
   conn_t *inner;
   dev_engine_t *dev;
   dev_queue_t *q_out, *q_in;
-  int nslots;
   size_t slot_bytes;
   ring_t tx, rx;
 } staged_conn_t;
 
-static slot_t *slot_at(staged_conn_t *c, ring_t *r, uint64_t i) {
-  return &r->slots[i % (uint64_t)c->nslots];
-}
+static slot_t *slot_at(ring_t *r, uint64_t i) { return &r->slots[i % (uint64_t)r->n]; }
 
 static void q_push(ring_t *r, xfer_part_t *p) {
   p->next = NULL;
@@ -95,13 +115,14 @@ static void finish(xfer_t *x) {
   x->complete = 1;
 }
 
-static weft_result_t ring_init(staged_conn_t *c, ring_t *r) {
-  r->slots = calloc((size_t)c->nslots, sizeof *r->slots);
+static weft_result_t ring_init(staged_conn_t *c, ring_t *r, int n) {
+  r->slots = calloc((size_t)n, sizeof *r->slots);
   if (!r->slots) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "staged connection: out of memory");
+  r->n = n;
   void *mem = NULL;
-  WEFT_CHECK(c->dev->ops->alloc(c->dev, (size_t)c->nslots * c->slot_bytes, 1, &mem));
+  WEFT_CHECK(c->dev->ops->alloc(c->dev, (size_t)n * c->slot_bytes, 1, &mem));
   r->mem = mem;
-  for (int i = 0; i < c->nslots; i++) r->slots[i].mem = r->mem + (size_t)i * c->slot_bytes;
+  for (int i = 0; i < n; i++) r->slots[i].mem = r->mem + (size_t)i * c->slot_bytes;
   return WEFT_SUCCESS;
 }
 
@@ -114,7 +135,8 @@ static void staged_close(conn_t *base, int abortive) {
   staged_conn_t *c = (staged_conn_t *)base;
   if (!c) return;
   (void)abortive;
-  /* The queues' copies read and write the slots: they end before the slots are freed. */
+  /* The queues' copies read and write the slots: they end before the slots are freed. A slot
+   * lent and never committed is only ring memory (nothing was posted from it): freed with it. */
   if (c->q_out) c->dev->ops->queue_destroy(c->q_out);
   if (c->q_in) c->dev->ops->queue_destroy(c->q_in);
   ring_free(c, &c->tx);
@@ -134,11 +156,13 @@ weft_result_t staged_wrap(conn_t *inner, struct dev_engine *dev, const weft_conf
   c->base.peer = inner->peer;
   c->inner = inner;
   c->dev = dev;
-  c->nslots = cfg->slices_in_flight > 2 ? cfg->slices_in_flight : 2;
   c->slot_bytes = cfg->slice_bytes;
+  int nrx = cfg->slices_in_flight > 2 ? cfg->slices_in_flight : 2;
+  /* Lending needs the send ring to be as deep as shm's (see the top of the file). */
+  int ntx = cfg->shm_slots > nrx ? cfg->shm_slots : nrx;
   weft_result_t res;
-  WEFT_CHECK_GOTO(ring_init(c, &c->tx), res, fail);
-  WEFT_CHECK_GOTO(ring_init(c, &c->rx), res, fail);
+  WEFT_CHECK_GOTO(ring_init(c, &c->tx, ntx), res, fail);
+  WEFT_CHECK_GOTO(ring_init(c, &c->rx, nrx), res, fail);
   WEFT_CHECK_GOTO(dev->ops->queue_create(dev, &c->q_out), res, fail);
   WEFT_CHECK_GOTO(dev->ops->queue_create(dev, &c->q_in), res, fail);
   *out = &c->base;
@@ -225,8 +249,8 @@ static weft_result_t tx_stage(staged_conn_t *c, int *progressed) {
       *progressed = 1;
       continue;
     }
-    if (r->head - r->tail >= (uint64_t)c->nslots) break;
-    slot_t *s = slot_at(c, r, r->head);
+    if (r->head - r->tail >= (uint64_t)r->n) break;
+    slot_t *s = slot_at(r, r->head);
     size_t k = p->left < c->slot_bytes ? p->left : c->slot_bytes;
     weft_result_t res = c->dev->ops->copy(c->q_out, s->mem, p->ptr, k);
     if (res == WEFT_SUCCESS) res = c->dev->ops->fence(c->q_out, &s->ticket);
@@ -246,16 +270,20 @@ static weft_result_t tx_stage(staged_conn_t *c, int *progressed) {
   return WEFT_SUCCESS;
 }
 
-/* Hands staged slots whose copy finished to the inner connection, in ring order. */
+/* Hands slots whose bytes are there (staged copy finished, or lent and committed) to the inner
+ * connection, in ring order; a lent slot not yet committed stops it. */
 static weft_result_t tx_hand_on(staged_conn_t *c, int *progressed) {
   ring_t *r = &c->tx;
   while (r->handed < r->head) {
-    slot_t *s = slot_at(c, r, r->handed);
-    int done = 0;
-    weft_result_t res = c->dev->ops->poll(c->q_out, s->ticket, &done);
-    if (res != WEFT_SUCCESS)
-      return err_context(res, "device copy of a message for rank %d", c->base.peer);
-    if (!done) break;
+    slot_t *s = slot_at(r, r->handed);
+    if (s->state == SLOT_LENT) break;
+    if (s->state == SLOT_STAGING) {
+      int done = 0;
+      weft_result_t res = c->dev->ops->poll(c->q_out, s->ticket, &done);
+      if (res != WEFT_SUCCESS)
+        return err_context(res, "device copy of a message for rank %d", c->base.peer);
+      if (!done) break;
+    }
     memset(&s->ix, 0, sizeof s->ix);
     WEFT_CHECK(c->inner->ops->post_send(c->inner, s->mem, s->len, &s->ix));
     s->state = SLOT_SENDING;
@@ -269,7 +297,7 @@ static weft_result_t tx_hand_on(staged_conn_t *c, int *progressed) {
 static void tx_free(staged_conn_t *c, int *progressed) {
   ring_t *r = &c->tx;
   while (r->tail < r->handed) {
-    slot_t *s = slot_at(c, r, r->tail);
+    slot_t *s = slot_at(r, r->tail);
     if (!s->ix.complete) break;
     if (s->last) finish(s->owner);
     s->state = SLOT_FREE;
@@ -277,6 +305,46 @@ static void tx_free(staged_conn_t *c, int *progressed) {
     r->tail++;
     *progressed = 1;
   }
+}
+
+/* Lends the next free send slot (see the top of the file). Sends queued before it go first. */
+static weft_result_t staged_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
+  staged_conn_t *c = (staged_conn_t *)base;
+  ring_t *r = &c->tx;
+  *slot = NULL;
+  if (len == 0 || len > c->slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "lent send of %zu bytes to rank %d: must be 1..%zu bytes (one staging slot)",
+                    len, base->peer, c->slot_bytes);
+  if (r->q_head || r->head - r->tail >= (uint64_t)r->n) return WEFT_SUCCESS;
+  slot_t *s = slot_at(r, r->head);
+  s->owner = x;
+  s->len = len;
+  s->last = 1;
+  s->state = SLOT_LENT;
+  r->head++;
+  x->complete = 0;
+  x->parts_left = 1;
+  x->data = NULL;
+  *slot = s->mem;
+  return WEFT_SUCCESS;
+}
+
+/* The oldest lent slot is ready as it is: no copy, no fence. Hands it on at once if everything
+ * before it has been handed on. */
+static weft_result_t staged_commit_send(conn_t *base, xfer_t *x) {
+  staged_conn_t *c = (staged_conn_t *)base;
+  ring_t *r = &c->tx;
+  uint64_t i = r->handed;
+  while (i < r->head && slot_at(r, i)->state != SLOT_LENT) i++;
+  if (i == r->head || slot_at(r, i)->owner != x)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "staged commit to rank %d of a send it did not lend next (commits come in "
+                    "lending order)",
+                    base->peer);
+  slot_at(r, i)->state = SLOT_FILLED;
+  int progressed = 0;
+  return tx_hand_on(c, &progressed);
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */
@@ -295,8 +363,8 @@ static weft_result_t rx_post(staged_conn_t *c, int *progressed) {
       *progressed = 1;
       continue;
     }
-    if (r->head - r->tail >= (uint64_t)c->nslots) break;
-    slot_t *s = slot_at(c, r, r->head);
+    if (r->head - r->tail >= (uint64_t)r->n) break;
+    slot_t *s = slot_at(r, r->head);
     size_t k = p->left < c->slot_bytes ? p->left : c->slot_bytes;
     memset(&s->ix, 0, sizeof s->ix);
     WEFT_CHECK(c->inner->ops->post_recv(c->inner, s->mem, k, &s->ix));
@@ -319,7 +387,7 @@ static weft_result_t rx_post(staged_conn_t *c, int *progressed) {
 static weft_result_t rx_land(staged_conn_t *c, int *progressed) {
   ring_t *r = &c->rx;
   while (r->handed < r->head) {
-    slot_t *s = slot_at(c, r, r->handed);
+    slot_t *s = slot_at(r, r->handed);
     if (!s->ix.complete) break;
     if (!s->dst) {
       s->owner->data = s->mem;
@@ -337,7 +405,7 @@ static weft_result_t rx_land(staged_conn_t *c, int *progressed) {
   }
   /* Copies finish in queue order; a slot lent in place ahead of them does not hold them up. */
   for (uint64_t i = r->tail; i < r->handed; i++) {
-    slot_t *s = slot_at(c, r, i);
+    slot_t *s = slot_at(r, i);
     if (s->state != SLOT_COPYING) continue;
     int done = 0;
     weft_result_t res = c->dev->ops->poll(c->q_in, s->ticket, &done);
@@ -348,8 +416,8 @@ static weft_result_t rx_land(staged_conn_t *c, int *progressed) {
     s->state = SLOT_DONE;
     *progressed = 1;
   }
-  while (r->tail < r->handed && slot_at(c, r, r->tail)->state == SLOT_DONE) {
-    slot_t *s = slot_at(c, r, r->tail);
+  while (r->tail < r->handed && slot_at(r, r->tail)->state == SLOT_DONE) {
+    slot_t *s = slot_at(r, r->tail);
     s->state = SLOT_FREE;
     s->owner = NULL;
     r->tail++;
@@ -363,7 +431,7 @@ static weft_result_t staged_release_recv(conn_t *base, xfer_t *x) {
   ring_t *r = &c->rx;
   if (!x->data) return WEFT_SUCCESS; /* an empty message took no slot */
   for (uint64_t i = r->tail; i < r->handed; i++) {
-    slot_t *s = slot_at(c, r, i);
+    slot_t *s = slot_at(r, i);
     if (s->state == SLOT_HELD && s->mem == x->data) {
       s->state = SLOT_DONE;
       x->data = NULL;
@@ -397,16 +465,17 @@ static weft_result_t staged_progress(conn_t *base, int *progressed) {
 static int fences_pending(staged_conn_t *c, int *passed) {
   int pending = 0;
   ring_t *r = &c->tx;
-  if (r->handed < r->head) {
+  slot_t *next = r->handed < r->head ? slot_at(r, r->handed) : NULL;
+  if (next && next->state == SLOT_FILLED) *passed = 1; /* progress() hands it on */
+  if (next && next->state == SLOT_STAGING) {
     pending = 1;
     int done = 0;
-    if (c->dev->ops->poll(c->q_out, slot_at(c, r, r->handed)->ticket, &done) != WEFT_SUCCESS ||
-        done)
+    if (c->dev->ops->poll(c->q_out, next->ticket, &done) != WEFT_SUCCESS || done)
       *passed = 1; /* an error is reported by progress() */
   }
   r = &c->rx;
   for (uint64_t i = r->tail; i < r->handed; i++) {
-    slot_t *s = slot_at(c, r, i);
+    slot_t *s = slot_at(r, i);
     if (s->state != SLOT_COPYING) continue;
     pending = 1;
     int done = 0;
@@ -471,4 +540,6 @@ const transport_ops_t staged_conn_ops = {
     .close = staged_close,
     .post_recv_inplace = staged_post_recv_inplace,
     .release_recv = staged_release_recv,
+    .lend_send = staged_lend_send,
+    .commit_send = staged_commit_send,
 };

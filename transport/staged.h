@@ -4,9 +4,10 @@
  * xfers whose buffer is device memory (xfer_t.device = 1): a send copies the device buffer into a
  * pinned host slot on a queue of its own, then sends the slot over the inner connection; a receive
  * lands in a pinned slot and is copied to the device on another queue (or lent in place: device
- * work reads mapped pinned memory directly). Host xfers pass through to the inner connection
- * unchanged. Both directions stay ordered streams as transport.h requires, host and device
- * messages interleaved.
+ * work reads mapped pinned memory directly). A fused step may instead borrow a send slot
+ * (lend_send), write it with device work and commit it: sent with no copy. Host xfers pass
+ * through to the inner connection unchanged. Both directions stay ordered streams as transport.h
+ * requires, host and device messages interleaved.
  *
  * The wrapper does not own the inner connection: the communicator keeps using it directly for
  * host calls, never at the same time as the wrapper. close() on the wrapper leaves `inner` open;
@@ -26,10 +27,11 @@ extern "C" {
 
 struct dev_engine;
 
-/* Wraps `inner` (not owned). Slots: max(2, cfg->slices_in_flight) per direction, each
- * cfg->slice_bytes of pinned host memory from `dev`; device messages longer than a slot travel as
- * several slot-sized pieces (both ends cut them alike, so the inner connection sees the same
- * message lengths on both sides). *out is closed with (*out)->ops->close(*out, abortive). */
+/* Wraps `inner` (not owned). Slots, each cfg->slice_bytes of pinned host memory from `dev`:
+ * max(2, cfg->slices_in_flight) for receiving, max(2, cfg->slices_in_flight, cfg->shm_slots) for
+ * sending (lend_send lends them; staged.c says why so many); device messages longer than a slot
+ * travel as several slot-sized pieces (both ends cut them alike, so the inner connection sees the
+ * same message lengths on both sides). *out is closed with (*out)->ops->close(*out, abortive). */
 weft_result_t staged_wrap(conn_t *inner, struct dev_engine *dev, const weft_config_t *cfg,
                           conn_t **out);
 

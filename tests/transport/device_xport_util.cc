@@ -14,6 +14,17 @@
 #include "common/error.h"
 #include "common/net.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_TEST_LSAN 1
+#endif
+#endif
+#ifdef WEFT_TEST_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 double NowSeconds() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -217,6 +228,46 @@ std::vector<Msg> Script(int from, int count, size_t slot, size_t host_cap, uint3
   return s;
 }
 
+std::vector<Msg> LentScript(int from, int count, size_t slot, size_t host_cap, bool host_lent,
+                            uint32_t seed) {
+  // Ordinary sends before, between and after runs of lent ones, of every kind.
+  std::vector<Msg> s = {
+      {true, 40, false, false},       {false, 40, false, false},     {true, 1, false, true},
+      {true, slot, true, true},       {true, slot - 1, false, true}, {true, 7, true, true},
+      {false, 1, true, false},        {true, 3 * slot + 1, false},   {true, slot, false, true},
+      {true, 2 * slot, false},        {true, 13, true, true},        {true, slot / 2, false, true},
+      {true, 0, false, false},        {false, 40, false, host_lent}, {true, 1, true, true},
+      {false, 257, false, false},     {true, 100, false, true},      {false, 3, true, host_lent},
+      {false, 200, false, host_lent}, {true, slot, true, true},
+  };
+  uint32_t x = seed * 2654435761u + static_cast<uint32_t>(from) * 40503u + 3;
+  auto next = [&x]() {
+    x = x * 1664525u + 1013904223u;
+    return x >> 8;
+  };
+  while (static_cast<int>(s.size()) < count) {
+    // A run of one to five messages of the same way of sending.
+    bool lent = next() % 2 == 0;
+    int run = 1 + static_cast<int>(next() % 5);
+    for (int i = 0; i < run && static_cast<int>(s.size()) < count; i++) {
+      Msg m;
+      m.device = next() % 10 < 7 || (lent && !host_lent);
+      size_t cap = m.device ? slot : host_cap;
+      if (lent)
+        m.len = 1 + next() % (m.device ? slot : host_cap);
+      else
+        m.len = m.device ? 1 + next() % (2 * slot + slot / 2) : 1 + next() % 600;
+      m.inplace = m.len <= cap && next() % 2 == 0;
+      m.lent = lent;
+      s.push_back(m);
+    }
+  }
+  s.resize(static_cast<size_t>(count));
+  for (Msg& m : s)
+    if (m.inplace && m.len > (m.device ? slot : host_cap)) m.inplace = false;
+  return s;
+}
+
 static uint8_t Byte(int from, size_t m, size_t j) {
   return static_cast<uint8_t>(from * 101 + m * 37 + j * 13 + (j >> 9) * 7 + 1);
 }
@@ -270,6 +321,15 @@ struct Buffers {
   std::vector<std::vector<uint8_t>> src, dst;
   DevArea dout, din;
   std::vector<xfer_t> sx, rx;
+  std::vector<uint64_t> fill;  // lent device messages: fence after their fill
+};
+
+struct QueueGuard {
+  dev_engine_t* d;
+  dev_queue_t* q;
+  ~QueueGuard() {
+    if (q) d->ops->queue_destroy(q);
+  }
 };
 
 std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
@@ -295,13 +355,12 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
                       int timeout_ms) {
   int peer = c->peer;
   const transport_ops_t* ops = c->ops;
-  dev_queue_t* q = nullptr;
+  dev_queue_t *q = nullptr, *fq = nullptr;
   if (dev->ops->queue_create(dev, &q) != WEFT_SUCCESS) return Fail(rank, "queue_create");
-  struct QueueGuard {
-    dev_engine_t* d;
-    dev_queue_t* q;
-    ~QueueGuard() { d->ops->queue_destroy(q); }
-  } guard{dev, q};
+  QueueGuard guard{dev, q};
+  // Lent slots are filled on a queue of their own, as the executor's reductions run on its queue.
+  if (dev->ops->queue_create(dev, &fq) != WEFT_SUCCESS) return Fail(rank, "queue_create");
+  QueueGuard fguard{dev, fq};
   // Sources: the pattern in host memory, copied to device memory for device messages.
   std::vector<std::vector<uint8_t>>& src = b->src;
   std::vector<std::vector<uint8_t>>& dst = b->dst;
@@ -326,21 +385,65 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
   std::vector<xfer_t>& rx = b->rx;
   sx.resize(out.size());
   rx.resize(in.size());
-  size_t ps = 0, pr = 0, ds = 0, dr = 0;
+  b->fill.assign(out.size(), 0);
+  // Sends [pc, ps) are lent and not committed yet (only lent ones: no post_send meanwhile).
+  size_t ps = 0, pr = 0, ds = 0, dr = 0, pc = 0;
   std::vector<uint8_t> tmp;
   double deadline = NowSeconds() + timeout_ms / 1000.0;
   while (ds < out.size() || dr < in.size()) {
     int progressed = 0;
+    bool no_slot = false;
     while (ps < out.size() && ps - ds < static_cast<size_t>(w.send)) {
       xfer_t* x = &sx[ps];
+      const Msg& m = out[ps];
+      const char* from = m.device ? dout.base + dout.off[ps] : nullptr;
+      if (m.lent) {
+        memset(x, 0, sizeof *x);
+        x->device = m.device;
+        char* slot = nullptr;
+        if (ops->lend_send(c, m.len, x, &slot) != WEFT_SUCCESS)
+          return Fail(rank, Describe(rank, "to", peer, ps, m) + ": lend_send");
+        if (!slot) {
+          no_slot = true;
+          break;
+        }
+        // Copies and reductions by turns (max(a, a) = a): both are how fused steps fill slots.
+        weft_result_t res = WEFT_SUCCESS;
+        if (!m.device)
+          memcpy(slot, src[ps].data(), m.len);
+        else if (ps % 2)
+          res = dev->ops->copy(fq, slot, from, m.len);
+        else
+          res = dev->ops->reduce(fq, slot, nullptr, from, from, m.len, WEFT_UINT8, WEFT_MAX, 0);
+        if (res == WEFT_SUCCESS && m.device) res = dev->ops->fence(fq, &b->fill[ps]);
+        if (res != WEFT_SUCCESS)
+          return Fail(rank, Describe(rank, "to", peer, ps, m) + ": filling the lent slot");
+        ps++;
+        progressed = 1;
+        continue;
+      }
+      if (pc < ps) break;
       memset(x, 0, sizeof *x);
-      x->device = out[ps].device;
-      const void* buf =
-          out[ps].device ? dout.base + dout.off[ps] : static_cast<const void*>(src[ps].data());
-      if (ops->post_send(c, buf, out[ps].len, x) != WEFT_SUCCESS)
-        return Fail(rank, Describe(rank, "to", peer, ps, out[ps]) + ": post_send");
-      ps++;
+      x->device = m.device;
+      const void* buf = m.device ? from : static_cast<const void*>(src[ps].data());
+      if (ops->post_send(c, buf, m.len, x) != WEFT_SUCCESS)
+        return Fail(rank, Describe(rank, "to", peer, ps, m) + ": post_send");
+      pc = ++ps;
       progressed = 1;
+    }
+    // Commits in lending order once the run of lent messages is all lent (or no slot is free,
+    // or the window is full): several slots are lent at once.
+    if (pc < ps &&
+        (no_slot || ps == out.size() || !out[ps].lent || ps - ds >= static_cast<size_t>(w.send))) {
+      for (; pc < ps; pc++) {
+        int done = 1;
+        if (out[pc].device && dev->ops->poll(fq, b->fill[pc], &done) != WEFT_SUCCESS)
+          return Fail(rank, Describe(rank, "to", peer, pc, out[pc]) + ": filling the lent slot");
+        if (!done) break;
+        if (ops->commit_send(c, &sx[pc]) != WEFT_SUCCESS)
+          return Fail(rank, Describe(rank, "to", peer, pc, out[pc]) + ": commit_send");
+        progressed = 1;
+      }
     }
     while (pr < in.size() && pr - dr < static_cast<size_t>(w.recv)) {
       xfer_t* x = &rx[pr];
@@ -391,7 +494,8 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
       return "rank " + std::to_string(rank) + ": stuck with rank " + std::to_string(peer) +
              ": sent " + std::to_string(ds) + "/" + std::to_string(out.size()) + ", received " +
              std::to_string(dr) + "/" + std::to_string(in.size());
-    if (ops->wait(&c, 1, 50) != WEFT_SUCCESS)
+    // A fill in flight wakes nobody: look again soon.
+    if (ops->wait(&c, 1, pc < ps ? 1 : 50) != WEFT_SUCCESS)
       return Fail(rank, "wait on rank " + std::to_string(peer));
   }
   return "";
@@ -424,5 +528,207 @@ std::string WaitForFailure(conn_t* c, dev_engine_t* dev, size_t len, int nrecvs,
   *seconds = NowSeconds() - start;
   if (res == WEFT_SUCCESS) return "no failure within " + std::to_string(timeout_ms) + " ms";
   *msg = err_last();
+  return "";
+}
+
+// ---- lending ---------------------------------------------------------------------------------
+
+namespace {
+
+// What LendUntilFull's transfers point at: kept until the connection is closed.
+struct LendState {
+  DevArea src;
+  std::vector<xfer_t> sx;
+};
+
+}  // namespace
+
+std::string LendUntilFull(conn_t* c, dev_engine_t* dev, int rank, size_t len, int total,
+                          const std::function<std::string()>& release, int* lent_at_once,
+                          int* stalled_at, int timeout_ms) {
+  int peer = c->peer;
+  const transport_ops_t* ops = c->ops;
+  std::string who = "rank " + std::to_string(rank) + " lending to rank " + std::to_string(peer);
+  dev_queue_t* q = nullptr;
+  if (dev->ops->queue_create(dev, &q) != WEFT_SUCCESS) return Fail(rank, "queue_create");
+  QueueGuard guard{dev, q};
+  // Leaked on a failure, as in Drive: the connection may still point at them.
+  LendState* st = new LendState;
+  std::vector<Msg> msgs(static_cast<size_t>(total), Msg{true, len, false, true});
+  std::string err = st->src.Alloc(dev, msgs);
+  if (!err.empty()) return who + ": " + err;
+  std::vector<uint8_t> pattern(len);
+  for (int m = 0; m < total; m++) {
+    for (size_t j = 0; j < len; j++) pattern[j] = Byte(rank, static_cast<size_t>(m), j);
+    if (dev->ops->copy(q, st->src.base + st->src.off[m], pattern.data(), len) != WEFT_SUCCESS ||
+        dev->ops->drain(q, 20000) != WEFT_SUCCESS)
+      return Fail(rank, "filling device buffers");
+  }
+  st->sx.assign(static_cast<size_t>(total), xfer_t{});
+  std::vector<char*> slots;
+  int m = 0;
+  auto lend = [&](char** slot) {
+    memset(&st->sx[m], 0, sizeof(xfer_t));
+    st->sx[m].device = 1;
+    return ops->lend_send(c, len, &st->sx[m], slot);
+  };
+  auto fill = [&](char* slot, int i) {
+    return dev->ops->copy(q, slot, st->src.base + st->src.off[i], len);
+  };
+  auto progress = [&]() {
+    int progressed = 0;
+    if (ops->progress(c, &progressed) != WEFT_SUCCESS) return false;
+    return progressed || ops->wait(&c, 1, 50) == WEFT_SUCCESS;
+  };
+
+  // Lent and not committed: the ring has no more than its capacity to lend.
+  for (char* slot = nullptr; m < total; m++) {
+    if (lend(&slot) != WEFT_SUCCESS) return Fail(rank, who + ": lend_send");
+    if (!slot) break;
+    slots.push_back(slot);
+  }
+  *lent_at_once = m;
+  if (m == total) return who + ": lent all " + std::to_string(total) + " slots at once";
+  for (int i = 0; i < m; i++)
+    if (fill(slots[i], i) != WEFT_SUCCESS) return Fail(rank, who + ": filling a lent slot");
+  if (dev->ops->drain(q, 20000) != WEFT_SUCCESS) return Fail(rank, who + ": filling lent slots");
+  for (int i = 0; i < m; i++)
+    if (ops->commit_send(c, &st->sx[i]) != WEFT_SUCCESS) return Fail(rank, who + ": commit_send");
+
+  // One at a time until the peer, which receives nothing yet, holds up every slot.
+  double stalled_since = -1, deadline = NowSeconds() + timeout_ms / 1000.0;
+  for (bool after_release = false;;) {
+    if (m == total) {
+      if (after_release) break;
+      return who + ": never ran out of slots in " + std::to_string(total) + " messages";
+    }
+    char* slot = nullptr;
+    if (lend(&slot) != WEFT_SUCCESS) return Fail(rank, who + ": lend_send");
+    if (slot) {
+      if (fill(slot, m) != WEFT_SUCCESS || dev->ops->drain(q, 20000) != WEFT_SUCCESS)
+        return Fail(rank, who + ": filling a lent slot");
+      if (ops->commit_send(c, &st->sx[m]) != WEFT_SUCCESS) return Fail(rank, who + ": commit_send");
+      m++;
+      stalled_since = -1;
+      continue;
+    }
+    if (!progress()) return Fail(rank, who + ": progress");
+    if (NowSeconds() > deadline)
+      return who + ": stuck at message " + std::to_string(m) + " of " + std::to_string(total);
+    if (after_release) continue;
+    if (stalled_since < 0) {
+      stalled_since = NowSeconds();
+    } else if (NowSeconds() - stalled_since > 0.3) {
+      *stalled_at = m;
+      err = release();
+      if (!err.empty()) return err;
+      after_release = true;
+    }
+  }
+  for (int d = 0; d < total;) {
+    if (st->sx[d].complete) {
+      d++;
+      continue;
+    }
+    if (!progress()) return Fail(rank, who + ": progress");
+    if (NowSeconds() > deadline)
+      return who + ": message " + std::to_string(d) + " of " + std::to_string(total) +
+             " never completed";
+  }
+  delete st;
+  return "";
+}
+
+// Whether the last error is WEFT_ERR_INTERNAL and names rank `peer`.
+static std::string RefusedNaming(weft_result_t res, int peer, const std::string& what) {
+  if (res != WEFT_ERR_INTERNAL) return what + " was not refused (" + std::to_string(res) + ")";
+  if (std::string(err_last()).find("rank " + std::to_string(peer)) == std::string::npos)
+    return what + ": the message does not name rank " + std::to_string(peer) + ": " + err_last();
+  return "";
+}
+
+std::string SendThenLendWithoutCommit(conn_t* c, dev_engine_t* dev, int rank, size_t before,
+                                      int lent, size_t len, size_t slot, std::vector<xfer_t>* xs,
+                                      int timeout_ms) {
+  int peer = c->peer;
+  const transport_ops_t* ops = c->ops;
+  std::string err = Drive(c, dev, rank, {{true, before, false}}, {}, Windows{1, 1}, timeout_ms);
+  if (!err.empty()) return err;
+  xs->assign(static_cast<size_t>(lent) + 1, xfer_t{});
+  for (xfer_t& x : *xs) x.device = 1;
+  char* p = nullptr;
+  xfer_t& other = xs->back();  // never lent
+  err = RefusedNaming(ops->lend_send(c, 0, &other, &p), peer, "an empty lent send");
+  if (err.empty())
+    err = RefusedNaming(ops->lend_send(c, slot + 1, &other, &p), peer, "a lent send of slot + 1");
+  if (err.empty())
+    err = RefusedNaming(ops->commit_send(c, &other), peer, "a commit with nothing lent");
+  if (!err.empty()) return "rank " + std::to_string(rank) + ": " + err;
+
+  dev_queue_t* q = nullptr;
+  if (dev->ops->queue_create(dev, &q) != WEFT_SUCCESS) return Fail(rank, "queue_create");
+  QueueGuard guard{dev, q};
+  void* src = nullptr;
+  if (dev->ops->alloc(dev, len, 0, &src) != WEFT_SUCCESS) return Fail(rank, "alloc");
+  std::vector<uint8_t> pattern(len, 0xA5);
+  err = dev->ops->copy(q, src, pattern.data(), len) == WEFT_SUCCESS ? "" : "copy";
+  double deadline = NowSeconds() + timeout_ms / 1000.0;
+  for (int i = 0; i < lent && err.empty();) {
+    if (ops->lend_send(c, len, &(*xs)[i], &p) != WEFT_SUCCESS) {
+      err = "lend_send";
+    } else if (p) {
+      if (dev->ops->copy(q, p, src, len) != WEFT_SUCCESS) err = "filling a lent slot";
+      i++;
+    } else {
+      int progressed = 0;
+      if (ops->progress(c, &progressed) != WEFT_SUCCESS) err = "progress";
+      if (NowSeconds() > deadline) return "rank " + std::to_string(rank) + ": no slot to lend";
+    }
+  }
+  if (err.empty() && dev->ops->drain(q, 20000) != WEFT_SUCCESS) err = "filling lent slots";
+  // Progress while holding them, as an executor would: still nothing may reach the peer.
+  for (double until = NowSeconds() + 0.1; err.empty() && NowSeconds() < until;) {
+    int progressed = 0;
+    if (ops->progress(c, &progressed) != WEFT_SUCCESS || ops->wait(&c, 1, 10) != WEFT_SUCCESS)
+      err = "progress while holding lent slots";
+  }
+  // The filled slots are ready, but a commit out of lending order is refused.
+  if (err.empty() && lent > 1)
+    err = RefusedNaming(ops->commit_send(c, &(*xs)[1]), peer, "a commit out of lending order");
+  dev->ops->release(dev, src, 0);
+  return err.empty() ? "" : Fail(rank, err);
+}
+
+std::string ReceiveThenNothing(conn_t* c, dev_engine_t* dev, int rank, size_t before, size_t len,
+                               xfer_t* x, int timeout_ms) {
+  int peer = c->peer;
+  std::string err = Drive(c, dev, rank, {}, {{true, before, false}}, Windows{1, 1}, timeout_ms);
+  if (!err.empty()) return err;
+  std::string what = "rank " + std::to_string(rank) + " receiving from rank " +
+                     std::to_string(peer) + " after it closed with lent slots";
+  memset(x, 0, sizeof *x);
+  x->device = 1;
+  weft_result_t res = c->ops->post_recv_inplace(c, len, x);
+  double deadline = NowSeconds() + timeout_ms / 1000.0;
+  while (res == WEFT_SUCCESS && !x->complete && NowSeconds() < deadline) {
+    int progressed = 0;
+    res = c->ops->progress(c, &progressed);
+    if (res == WEFT_SUCCESS && !progressed) res = c->ops->wait(&c, 1, 50);
+  }
+  if (x->complete) return what + ": a message arrived from a slot never committed";
+  if (res == WEFT_SUCCESS)
+    return what + ": no failure within " + std::to_string(timeout_ms) + " ms";
+  if (std::string(err_last()).find("rank " + std::to_string(peer)) == std::string::npos)
+    return what + ": the failure does not name the peer: " + err_last();
+  return "";
+}
+
+std::string LeakCheck(int rank) {
+#ifdef WEFT_TEST_LSAN
+  if (__lsan_do_recoverable_leak_check())
+    return "rank " + std::to_string(rank) +
+           ": LeakSanitizer found leaks (its report is in the log)";
+#endif
+  (void)rank;
   return "";
 }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,13 +57,19 @@ std::string OpenTcp(int rank, int n, uint64_t comm_id, const weft_config_t* cfg,
 struct Msg {
   bool device;
   size_t len;
-  bool inplace;  // received with post_recv_inplace (+ release_recv) instead of post_recv
+  bool inplace;       // received with post_recv_inplace (+ release_recv) instead of post_recv
+  bool lent = false;  // sent with lend_send + commit_send (len <= one slot) instead of post_send
 };
 
 // Messages rank `from` sends to its peer: a fixed prefix covering every kind and odd length
 // (one byte, a slot minus one, a slot, more than a slot, several slots), then pseudo-random ones.
 // In-place only where len <= the cap for its kind.
 std::vector<Msg> Script(int from, int count, size_t slot, size_t host_inplace_cap, uint32_t seed);
+
+// Like Script, with about half the messages of at most one slot sent through lend_send: runs of
+// several lent ones, between ordinary sends. Host messages are lent only if host_lent.
+std::vector<Msg> LentScript(int from, int count, size_t slot, size_t host_inplace_cap,
+                            bool host_lent, uint32_t seed);
 
 // How many transfers each side keeps posted at once.
 struct Windows {
@@ -72,7 +79,11 @@ struct Windows {
 
 // Runs `out` to the peer and `in` from it over c concurrently (the same connection, both
 // directions), checking every byte; in-place data is read through x->data with device copies and
-// released in order. "" or what went wrong, naming rank, peer and the message.
+// released in order. Lent device messages are filled on a queue of the driver's own (a copy or a
+// reduction, as the executor's fused steps do), committed once its fence passed; lent host ones
+// are filled by memcpy. Consecutive lent messages are all lent before the first is committed (up
+// to w.send), and no post_send is made while one is uncommitted. "" or what went wrong, naming
+// rank, peer and the message.
 std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>& out,
                   const std::vector<Msg>& in, Windows w, int timeout_ms);
 
@@ -81,6 +92,35 @@ std::string Drive(conn_t* c, dev_engine_t* dev, int rank, const std::vector<Msg>
 // (its message in *msg), else why not.
 std::string WaitForFailure(conn_t* c, dev_engine_t* dev, size_t len, int nrecvs, int nsends,
                            int timeout_ms, std::string* msg, double* seconds);
+
+// The sender's side of the full-ring check, with device messages of `len` bytes (Byte's pattern,
+// as Drive sends them): lends without committing until lend_send gives no slot (*lent_at_once:
+// how many it gave), fills and commits them, then lends, fills and commits one at a time until
+// lend_send has given no slot for 300 ms of progress (*stalled_at: messages sent by then), calls
+// release() (which lets the peer start receiving) and sends the rest, `total` in all.
+std::string LendUntilFull(conn_t* c, dev_engine_t* dev, int rank, size_t len, int total,
+                          const std::function<std::string()>& release, int* lent_at_once,
+                          int* stalled_at, int timeout_ms);
+
+// Sends `before` (device, through post_send) and waits until it completed, then lends `lent`
+// slots of `len` bytes and fills them on a device queue without committing any: the caller then
+// closes the connection. Checks on the way that lend_send refuses a zero-length or larger than
+// `slot` message and that commit_send refuses an xfer that was not lent next, naming the peer.
+// The xfers are *xs (lent + 1 of them): keep it until the connection is closed.
+std::string SendThenLendWithoutCommit(conn_t* c, dev_engine_t* dev, int rank, size_t before,
+                                      int lent, size_t len, size_t slot, std::vector<xfer_t>* xs,
+                                      int timeout_ms);
+
+// The receiver's side: `before` bytes arrive intact, and then nothing more: a further receive
+// fails (the peer closed) instead of completing. "" or what went wrong.
+// The further receive is an in-place one of len bytes into *x: keep it until the connection is
+// closed.
+std::string ReceiveThenNothing(conn_t* c, dev_engine_t* dev, int rank, size_t before, size_t len,
+                               xfer_t* x, int timeout_ms);
+
+// Under AddressSanitizer: LeakSanitizer's verdict on this process now ("" if nothing leaked).
+// The ranks end with _exit(), which skips LeakSanitizer's own check at exit.
+std::string LeakCheck(int rank);
 
 double NowSeconds();
 
