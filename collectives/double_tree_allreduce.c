@@ -16,6 +16,9 @@
  * and then one link carries an up op of one tree and a down op of the other (never two ups: that
  * would make the parent interior in both). So every rank lists all its up ops before all its down
  * ops: both reductions run side by side, and no broadcast slice waits behind a reduction.
+ * For the same reason its steps stay two passes (receive into recvbuf, then send from it), not
+ * fused (tree.h): a fused fold waits for its send's stream, and behind a reduction of the other
+ * tree on that stream it would wait on itself (two ranks deadlock beyond a link's slots).
  *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): each tree
  * carries n/2 bytes in k = ceil(n/2S) slices; the first, s1 = min(n/2, S), goes up and back down
@@ -60,10 +63,10 @@ weft_result_t double_tree_allreduce_build(schedule_t *s, const sched_args_t *a) 
   int up[2];
   for (int w = 0; w < 2; w++) {
     tree_double(a->nranks, w, a->rank, &t[w]);
-    if (tree_emit_up(s, &t[w], off[w], len[w], SCHED_RECVBUF, &up[w])) goto oom;
+    if (tree_emit_up(s, &t[w], off[w], len[w], SCHED_RECVBUF, 0, &up[w])) goto oom;
   }
   for (int w = 0; w < 2; w++)
-    if (tree_emit_down(s, &t[w], off[w], len[w], SCHED_RECVBUF, up[w], up[w])) goto oom;
+    if (tree_emit_down(s, &t[w], off[w], len[w], SCHED_RECVBUF, up[w], up[w], 0)) goto oom;
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY,

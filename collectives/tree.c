@@ -88,11 +88,14 @@ static int depth(int m) {
 int tree_depth(int nranks) { return depth(nranks); }
 
 int tree_emit_up(schedule_t *s, const tree_node_t *t, size_t off, size_t count, sched_buf_t acc,
-                 int *ready) {
+                 int fuse, int *ready) {
   int prev = -1;
   for (int c = 0; c < t->nchildren; c++) {
-    /* The second child's fold reads what the first one's wrote, slice by slice. */
-    sched_op_t op = {.kind = SCHED_RECV_REDUCE,
+    /* The second child's fold reads what the first one's wrote, slice by slice. Below the root
+     * the last fold goes straight into the parent's slot (a fused step, schedule.h): acc never
+     * holds the finished partial, which only the parent needs. */
+    int to_parent = fuse && t->parent >= 0 && c == t->nchildren - 1;
+    sched_op_t op = {.kind = to_parent ? SCHED_RECV_REDUCE_SEND : SCHED_RECV_REDUCE,
                      .peer = t->child[c],
                      .buf = acc,
                      .offset = off,
@@ -110,18 +113,28 @@ int tree_emit_up(schedule_t *s, const tree_node_t *t, size_t off, size_t count, 
                      .offset = off,
                      .count = count,
                      .dep = prev};
+    int folded = prev;
     if ((prev = emit(s, op)) == EMIT_OOM) return -1;
+    if (t->nchildren) emit_link(s, folded, prev);
   }
   *ready = prev;
   return 0;
 }
 
 int tree_emit_down(schedule_t *s, const tree_node_t *t, size_t off, size_t count,
-                   sched_buf_t root_src, int root_dep, int recv_dep) {
+                   sched_buf_t root_src, int root_dep, int recv_dep, int fuse) {
   sched_buf_t src = root_src;
   int dep = root_dep;
+  /* What arrives is kept and forwarded to the first child in one read (recv-copy-send); at the
+   * root, a final fold that the down phase waits on also writes the first child's slot
+   * (recv-reduce-copy-send, as a ring's last reduce-scatter step). Other children read buf. */
+  int feeder = -1;
+  if (fuse && t->parent < 0 && root_dep >= 0 && s->ops[root_dep].kind == SCHED_RECV_REDUCE &&
+      s->ops[root_dep].buf == root_src && s->ops[root_dep].offset == off &&
+      s->ops[root_dep].count == count)
+    feeder = root_dep;
   if (t->parent >= 0) {
-    sched_op_t op = {.kind = SCHED_RECV_COPY,
+    sched_op_t op = {.kind = fuse && t->nchildren ? SCHED_RECV_COPY_SEND : SCHED_RECV_COPY,
                      .peer = t->parent,
                      .buf = SCHED_RECVBUF,
                      .offset = off,
@@ -130,6 +143,7 @@ int tree_emit_down(schedule_t *s, const tree_node_t *t, size_t off, size_t count
                      .step = 1};
     if ((dep = emit(s, op)) == EMIT_OOM) return -1;
     src = SCHED_RECVBUF;
+    feeder = dep;
   }
   for (int c = 0; c < t->nchildren; c++) {
     sched_op_t op = {.kind = SCHED_SEND,
@@ -139,7 +153,11 @@ int tree_emit_down(schedule_t *s, const tree_node_t *t, size_t off, size_t count
                      .count = count,
                      .dep = dep,
                      .step = 1};
-    if (emit(s, op) == EMIT_OOM) return -1;
+    int sent = emit(s, op);
+    if (sent == EMIT_OOM) return -1;
+    if (c > 0 || feeder < 0 || sent < 0) continue;
+    if (s->ops[feeder].kind == SCHED_RECV_REDUCE) s->ops[feeder].kind = SCHED_RECV_REDUCE_COPY_SEND;
+    emit_link(s, feeder, sent);
   }
   return 0;
 }

@@ -31,19 +31,26 @@ void tree_double(int nranks, int which, int rank, tree_node_t *node);
 /* Edges on the longest root-to-leaf path of the trees over nranks ranks. */
 int tree_depth(int nranks);
 
-/* Reduction toward the root over elements [off, off + count): the children's partial results
+/* `fuse`: a fold that only feeds the send to the parent, a receive forwarded to the first child,
+ * and the root's final fold that the down phase forwards run as fused steps (schedule.h). Only
+ * where each link carries one tree's steps in one direction: a fused step waits for its send's
+ * stream, so a stream that first carries the other tree's steps could close a cycle (two trees
+ * over two ranks: each rank's fold waits behind its own leaf send, which waits for the other
+ * rank's fold), as a ring without rounds would.
+ *
+ * Reduction toward the root over elements [off, off + count): the children's partial results
  * are folded into `acc` (sendbuf op child 0 op child 1; finalized at the root), and a non-root
  * sends acc, or its sendbuf if it is a leaf, to its parent. *ready gets the op after which this
  * rank's part is done: the send to the parent, or at the root the last fold (-1: nothing to wait
  * for). Returns 0, or -1 when out of memory. */
 int tree_emit_up(schedule_t *s, const tree_node_t *t, size_t off, size_t count, sched_buf_t acc,
-                 int *ready);
+                 int fuse, int *ready);
 
 /* Broadcast from the root over elements [off, off + count): a non-root receives into recvbuf
  * once op `recv_dep` allows it, and every rank forwards slice by slice to its children, the root
  * from `root_src` once op `root_dep` allows it. Returns 0, or -1 when out of memory. */
 int tree_emit_down(schedule_t *s, const tree_node_t *t, size_t off, size_t count,
-                   sched_buf_t root_src, int root_dep, int recv_dep);
+                   sched_buf_t root_src, int root_dep, int recv_dep, int fuse);
 
 #ifdef __cplusplus
 }

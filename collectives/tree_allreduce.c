@@ -50,8 +50,8 @@ weft_result_t tree_allreduce_build(schedule_t *s, const sched_args_t *a) {
   tree_node_t t;
   tree_single(a->nranks, 0, a->rank, &t);
   int up;
-  if (tree_emit_up(s, &t, 0, a->count, SCHED_RECVBUF, &up)) goto oom;
-  if (tree_emit_down(s, &t, 0, a->count, SCHED_RECVBUF, up, up)) goto oom;
+  if (tree_emit_up(s, &t, 0, a->count, SCHED_RECVBUF, 1, &up)) goto oom;
+  if (tree_emit_down(s, &t, 0, a->count, SCHED_RECVBUF, up, up, 1)) goto oom;
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tree all-reduce: out of memory building the schedule");

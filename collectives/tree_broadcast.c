@@ -41,7 +41,7 @@ weft_result_t tree_broadcast_build(schedule_t *s, const sched_args_t *a) {
   tree_single(a->nranks, a->root, a->rank, &t);
   /* The root forwards from sendbuf, so its own copy runs beside the sends. */
   if (t.parent < 0 && emit_own_copy(s, a->in_place, 0, 0, a->count) == EMIT_OOM) goto oom;
-  if (tree_emit_down(s, &t, 0, a->count, SCHED_SENDBUF, -1, -1)) goto oom;
+  if (tree_emit_down(s, &t, 0, a->count, SCHED_SENDBUF, -1, -1, 1)) goto oom;
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tree broadcast: out of memory building the schedule");

@@ -49,7 +49,7 @@ weft_result_t tree_reduce_build(schedule_t *s, const sched_args_t *a) {
   int ready;
   if (a->nranks == 1) {
     if (emit_own_copy(s, a->in_place, 0, 0, a->count) == EMIT_OOM) goto oom;
-  } else if (tree_emit_up(s, &t, 0, a->count, is_root ? SCHED_RECVBUF : SCHED_SCRATCH, &ready)) {
+  } else if (tree_emit_up(s, &t, 0, a->count, is_root ? SCHED_RECVBUF : SCHED_SCRATCH, 1, &ready)) {
     goto oom;
   }
   emit_size_scratch(s);
