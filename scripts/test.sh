@@ -39,7 +39,7 @@ run --config=asan //tests/collectives_mp:all //tests/device_mp:device_mp_test \
 run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //tests/device:all
 # Device calls: the progress thread, stream gates and the engine's worker threads together.
 run --config=tsan //tests/device_mp:device_mp_test \
-  --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:*Matrix*/1
+  --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:*Matrix*/1
 # The CPU-only build, even where the CUDA toolkit is installed.
 run --config=nocuda //tests/build:all //tests/errors:all
 

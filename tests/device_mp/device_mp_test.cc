@@ -7,12 +7,14 @@
 // transport between ranks of this host (its IPC handles are memory file descriptors) and pinned
 // staging over TCP (WEFT_TRANSPORT=tcp). The same tests run against CUDA with WEFT_DEVICE=cuda.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/collectives_mp/rank_body.h"
@@ -192,6 +194,102 @@ TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
         },
         300000);
     EXPECT_EQ(mp_summary(results), "") << transport;
+  }
+}
+
+// Fused ring steps on the device path: the device queue reduces each arriving slice straight
+// into the next peer's slot (cuda_ipc: its device slot; staged: a pinned send slot), so a ring
+// all-reduce of two rounds of equal chunks writes recvbuf n bytes and sends 2(p-1)/p n, in place
+// and not, through the executor's counters (exec_stats_t) -- and the results are right.
+TEST(DeviceFused, RingWritesEachOutputElementOnce) {
+  for (const char* transport : {"auto", "tcp"})
+    for (bool in_place : {false, true}) {
+      auto results = mp_run(
+          3,
+          [&](int rank, int n, int port) -> std::string {
+            setenv("WEFT_TRANSPORT", transport, 1);
+            Device dev;
+            weft_comm_t* comm;
+            std::string err = dev.open_and_join(rank, n, port, &comm);
+            if (!err.empty()) return err;
+            size_t count = (size_t)n * sched_round_count(65536 / sizeof(float), 32) * 2;
+            size_t bytes = count * sizeof(float);
+            exec_stats_t before = comm->exec.stats;
+            CallRunner runner = dev.runner();
+            err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, WEFT_FLOAT32, WEFT_SUM,
+                             count, in_place, 0, &runner);
+            exec_stats_t after = comm->exec.stats;
+            uint64_t out = after.recvbuf_bytes - before.recvbuf_bytes;
+            uint64_t sent = after.slot_bytes - before.slot_bytes;
+            uint64_t want_sent = 2 * (uint64_t)(n - 1) * bytes / (uint64_t)n;
+            if (err.empty() && (out != bytes || sent != want_sent))
+              err = "wrote " + std::to_string(out) + " bytes of recvbuf (want " +
+                    std::to_string(bytes) + ") and sent " + std::to_string(sent) + " (want " +
+                    std::to_string(want_sent) + ")";
+            if (err.empty() && after.fused_slices == before.fused_slices)
+              err = "no slice went through a fused step";
+            weft_comm_destroy(comm);
+            return err.empty() ? "" : "rank " + std::to_string(rank) + " " + transport + ": " + err;
+          },
+          300000);
+      EXPECT_EQ(mp_summary(results), "") << transport << (in_place ? " in place" : "");
+    }
+}
+
+// Rank 2 of 3 is killed in the middle of large device all-reduces, while its neighbours' device
+// queues fill lent slots (rank 1 writes rank 2's slots, rank 0 reduces out of rank 2's): both
+// survivors fail within the timeout (the executor drains its queue before the connections and
+// their lent slots go), at least one naming rank 2; nothing hangs, and ASan sees no bad access.
+TEST(DeviceFused, KilledPeerFailsTheSurvivors) {
+  for (const char* transport : {"auto", "tcp"}) {
+    auto results = mp_run(
+        3,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_ALGO", "ring", 1);
+          setenv("WEFT_TIMEOUT_MS", "5000", 1);
+          Device dev;
+          weft_comm_t* comm;
+          std::string err = dev.open_and_join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          size_t count = 8u << 20;
+          void* buf = nullptr;
+          if (dev.e->ops->alloc(dev.e, count * sizeof(float), 0, &buf) != WEFT_SUCCESS)
+            return weft_last_error();
+          if (weft_all_reduce(buf, buf, 1 << 16, WEFT_FLOAT32, WEFT_SUM, comm, nullptr) !=
+              WEFT_SUCCESS)
+            return std::string("warm-up: ") + weft_last_error();
+          if (rank == 2) {
+            std::thread([] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(30));
+              kill(getpid(), SIGKILL);
+            }).detach();
+          }
+          auto start = std::chrono::steady_clock::now();
+          weft_result_t r = WEFT_SUCCESS;
+          for (int i = 0; i < 100 && r == WEFT_SUCCESS; i++)
+            r = weft_all_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, nullptr);
+          double secs =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::string msg = weft_last_error();
+          weft_comm_abort(comm);
+          dev.e->ops->release(dev.e, buf, 0);
+          if (rank == 2) return "rank 2 should have been killed";
+          if (r == WEFT_SUCCESS) return "100 all-reduces succeeded without rank 2";
+          if (secs > 20) return "took " + std::to_string(secs) + " s to fail: " + msg;
+          return msg.find("rank 2") != std::string::npos ? "named: 2" : "named: other: " + msg;
+        },
+        120000);
+    ASSERT_EQ(results.size(), 3u);
+    int named = 0;
+    for (int r = 0; r < 2; r++) {
+      EXPECT_EQ(results[r].message.rfind("named: ", 0), 0u)
+          << transport << " rank " << r << ": " << results[r].message;
+      named += results[r].message == "named: 2";
+    }
+    EXPECT_GE(named, 1) << transport << ": " << results[0].message << " / "
+                        << results[1].message;
+    EXPECT_EQ(results[2].term_signal, SIGKILL) << transport;
   }
 }
 
