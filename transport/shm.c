@@ -210,15 +210,18 @@ static weft_result_t shm_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) 
 }
 
 /* Lending: the fused step writes its result straight into the peer's next free slot; commit only
- * records the length and publishes the slot, so the message costs no copy here. The executor
- * makes no post_send while a slot is lent, so send_progress (which writes at head) never meets
- * a lent slot. */
+ * records the length and publishes the slot, so the message costs no copy here. Nothing is lent
+ * while posted messages still wait for ring space (they are ahead of it in the stream), and the
+ * executor makes no post_send while a slot is lent, so send_progress (which writes at head)
+ * never meets a lent slot. */
 static weft_result_t shm_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
   shm_conn_t *c = (shm_conn_t *)base;
   *slot = NULL;
   if (len > c->seg.slot_bytes || len == 0)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "lent send of %zu bytes to rank %d: must be 1..%zu bytes",
                     len, base->peer, c->seg.slot_bytes);
+  /* Posted messages not yet copied into the ring go first: the stream's order is the ring's. */
+  if (c->send_head) return WEFT_SUCCESS;
   if (c->lent < c->head) c->lent = c->head;
   uint64_t n = (uint64_t)c->seg.nslots;
   if (c->lent - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) {
