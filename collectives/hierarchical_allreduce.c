@@ -166,8 +166,20 @@ static void cell_range(const topo_t *t, int q, int c, size_t *off, size_t *len) 
 /* Appends one op per cell of the pieces of `chunk` of this rank's host (pieces [first[chunk],
  * first[chunk+1])), with the cell's range and, from dep_of (per cell, NULL: none), its
  * dependency; records each op in rec (NULL: not). */
+/* Makes receive `recv` (when it exists) write the slots of `send`, which depends on it: a
+ * partial sum or a gathered cell goes on in one pass (schedule.h). A plain reduction or copy
+ * becomes the fused kind that also keeps its result; a fused one keeps its kind. */
+static void link_cell(schedule_t *s, int recv, int send) {
+  if (recv < 0 || send < 0) return;
+  sched_kind_t *k = &s->ops[recv].kind;
+  if (sched_is_fused(*k) && s->ops[recv].fwd > recv) return; /* already feeds a send */
+  if (*k == SCHED_RECV_REDUCE) *k = SCHED_RECV_REDUCE_COPY_SEND;
+  if (*k == SCHED_RECV_COPY) *k = SCHED_RECV_COPY_SEND;
+  if (sched_is_fused(*k)) s->ops[recv].fwd = send;
+}
+
 static int emit_chunk(schedule_t *s, const topo_t *t, const int *first, int chunk, sched_op_t op,
-                      const int *dep_of, int *rec) {
+                      const int *dep_of, int *rec, const int *feeds) {
   for (int q = first[chunk]; q < first[chunk + 1]; q++) {
     for (int c = 0; c < t->H; c++) {
       int cell = q * t->H + c;
@@ -177,6 +189,7 @@ static int emit_chunk(schedule_t *s, const topo_t *t, const int *first, int chun
       int i = emit(s, op);
       if (i == EMIT_OOM) return EMIT_OOM;
       if (rec) rec[cell] = i;
+      if (feeds) link_cell(s, feeds[cell], i);
     }
   }
   return 0;
@@ -215,14 +228,18 @@ static weft_result_t build(schedule_t *s, const sched_args_t *a, const topo_t *t
                        .peer = mine[mod(li + 1, L)],
                        .buf = step == 0 ? SCHED_SENDBUF : SCHED_RECVBUF,
                        .step = step};
-    if (emit_chunk(s, t, first, mod(li - 1 - step, L), send, step == 0 ? NULL : p1, NULL)) goto oom;
-    sched_op_t recv = {.kind = SCHED_RECV_REDUCE,
+    if (emit_chunk(s, t, first, mod(li - 1 - step, L), send, step == 0 ? NULL : p1, NULL,
+                   step == 0 ? NULL : p1))
+      goto oom;
+    /* Partial sums go straight into the next local peer's slots; the last step's are kept
+     * (phase 2 reads them, or phase 3 forwards them) and linked to their first reader below. */
+    sched_op_t recv = {.kind = step < L - 2 ? SCHED_RECV_REDUCE_SEND : SCHED_RECV_REDUCE,
                        .peer = mine[mod(li - 1, L)],
                        .buf = SCHED_RECVBUF,
                        .src_buf = SCHED_SENDBUF,
                        .final = H == 1 && step == L - 2,
                        .step = step};
-    if (emit_chunk(s, t, first, mod(li - 2 - step, L), recv, NULL, p1)) goto oom;
+    if (emit_chunk(s, t, first, mod(li - 2 - step, L), recv, NULL, p1, NULL)) goto oom;
   }
   /* Where this rank's host-wide sums of its own cells are (phase 1 made them, p1 says when). */
   sched_buf_t own_buf = L > 1 ? SCHED_RECVBUF : SCHED_SENDBUF;
@@ -247,7 +264,13 @@ static weft_result_t build(schedule_t *s, const sched_args_t *a, const topo_t *t
                          .dep = done[sc], /* step 0: phase 1's; then the receive before */
                          .step = L - 1 + step};
       cell_range(t, q, send_cell, &send.offset, &send.count);
-      sched_op_t recv = {.kind = reduce ? SCHED_RECV_REDUCE : SCHED_RECV_COPY,
+      /* As ring_allreduce.c: partials into the next host's slot, the final sum kept and
+       * forwarded in one pass, gathered cells kept and forwarded, the last one kept. */
+      int last = step == 2 * (H - 1) - 1;
+      sched_kind_t kind =
+          reduce ? (step == H - 2 ? SCHED_RECV_REDUCE_COPY_SEND : SCHED_RECV_REDUCE_SEND)
+                 : (last ? SCHED_RECV_COPY : SCHED_RECV_COPY_SEND);
+      sched_op_t recv = {.kind = kind,
                          .peer = w->left[q],
                          .buf = SCHED_RECVBUF,
                          .src_buf = own_buf,
@@ -256,7 +279,9 @@ static weft_result_t build(schedule_t *s, const sched_args_t *a, const topo_t *t
                          .step = L - 1 + step};
       cell_range(t, q, recv_cell, &recv.offset, &recv.count);
       recv.src_offset = recv.offset;
-      if (emit(s, send) == EMIT_OOM) goto oom;
+      int sent = emit(s, send);
+      if (sent == EMIT_OOM) goto oom;
+      link_cell(s, done[sc], sent);
       if ((done[rc] = emit(s, recv)) == EMIT_OOM) goto oom;
     }
   }
@@ -266,10 +291,14 @@ static weft_result_t build(schedule_t *s, const sched_args_t *a, const topo_t *t
     int st = L - 1 + 2 * (H - 1) + step;
     sched_op_t send = {
         .kind = SCHED_SEND, .peer = mine[mod(li + 1, L)], .buf = SCHED_RECVBUF, .step = st};
-    if (emit_chunk(s, t, first, mod(li - step, L), send, step == 0 ? done : p3, NULL)) goto oom;
-    sched_op_t recv = {
-        .kind = SCHED_RECV_COPY, .peer = mine[mod(li - 1, L)], .buf = SCHED_RECVBUF, .step = st};
-    if (emit_chunk(s, t, first, mod(li - 1 - step, L), recv, NULL, p3)) goto oom;
+    if (emit_chunk(s, t, first, mod(li - step, L), send, step == 0 ? done : p3, NULL,
+                   step == 0 ? done : p3))
+      goto oom;
+    sched_op_t recv = {.kind = step < L - 2 ? SCHED_RECV_COPY_SEND : SCHED_RECV_COPY,
+                       .peer = mine[mod(li - 1, L)],
+                       .buf = SCHED_RECVBUF,
+                       .step = st};
+    if (emit_chunk(s, t, first, mod(li - 1 - step, L), recv, NULL, p3, NULL)) goto oom;
   }
   return WEFT_SUCCESS;
 oom:
@@ -277,7 +306,7 @@ oom:
                   "hierarchical all-reduce: out of memory building the schedule");
 }
 
-weft_result_t hierarchical_allreduce_build(schedule_t *s, const sched_args_t *a) {
+static weft_result_t build_one(schedule_t *s, const sched_args_t *a) {
   sched_init(s, a->count, a->count);
   topo_t t = {0};
   weft_result_t res = topo_init(&t, a);
@@ -302,4 +331,43 @@ weft_result_t hierarchical_allreduce_build(schedule_t *s, const sched_args_t *a)
   topo_free(&t);
   if (res != WEFT_SUCCESS) sched_free(s);
   return res;
+}
+
+/* Elements per round: every host's chunk of a round within round_count (algorithms.h), so the
+ * smallest host sets it; 0 for one round. */
+static size_t round_elems(const sched_args_t *a) {
+  if (a->round_count == 0) return 0;
+  int nn = a->node_of && a->nnodes > 0 ? a->nnodes : 1, min_local = a->nranks;
+  for (int h = 0; h < nn; h++) {
+    int n = 0;
+    for (int r = 0; r < a->nranks; r++) n += (nn > 1 ? a->node_of[r] : 0) == h;
+    if (n > 0 && n < min_local) min_local = n;
+  }
+  return a->round_count * (size_t)min_local;
+}
+
+/* Fused steps wait for the next peer's slots, so the phases' rings run in rounds, as
+ * ring_allreduce.c's: each round is the whole three-phase schedule over its part of the buffer,
+ * and rounds follow each other on every link in the same order on both ends. */
+weft_result_t hierarchical_allreduce_build(schedule_t *s, const sched_args_t *a) {
+  size_t per = round_elems(a);
+  if (per == 0 || a->count <= per) return build_one(s, a);
+  sched_init(s, a->count, a->count);
+  for (size_t base = 0; base < a->count; base += per) {
+    sched_args_t sub = *a;
+    sub.count = a->count - base < per ? a->count - base : per;
+    schedule_t part;
+    weft_result_t res = build_one(&part, &sub);
+    if (res == WEFT_SUCCESS) res = sched_append(s, &part, base);
+    if (res == WEFT_SUCCESS) {
+      s->hdr_to = part.hdr_to;
+      s->hdr_from = part.hdr_from;
+      sched_free(&part);
+    }
+    if (res != WEFT_SUCCESS) {
+      sched_free(s);
+      return res;
+    }
+  }
+  return WEFT_SUCCESS;
 }

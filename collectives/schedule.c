@@ -40,6 +40,22 @@ int sched_add(schedule_t *s, const sched_op_t *op) {
   return s->nops++;
 }
 
+weft_result_t sched_append(schedule_t *s, const schedule_t *part, size_t base) {
+  int shift = s->nops;
+  if (part->buf_count[SCHED_SCRATCH] > 0)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: a part with scratch cannot be appended");
+  for (int i = 0; i < part->nops; i++) {
+    sched_op_t op = part->ops[i];
+    op.offset += base;
+    op.src_offset += base;
+    if (op.dep >= 0) op.dep += shift;
+    if (sched_is_fused(op.kind)) op.fwd += shift;
+    if (sched_add(s, &op) < 0)
+      return WEFT_ERR(WEFT_ERR_NO_MEMORY, "schedule: out of memory appending %d ops", part->nops);
+  }
+  return WEFT_SUCCESS;
+}
+
 void sched_chunk(size_t count, int nchunks, int c, size_t *offset, size_t *len) {
   size_t base = count / (size_t)nchunks;
   size_t extra = count % (size_t)nchunks;

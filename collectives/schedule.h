@@ -86,6 +86,10 @@ void sched_init(schedule_t *s, size_t send_count, size_t recv_count);
 void sched_free(schedule_t *s);
 /* Appends an op and returns its index, or -1 when out of memory. */
 int sched_add(schedule_t *s, const sched_op_t *op);
+/* Appends the ops of `part`, a schedule over a piece of the same buffers that starts at element
+ * `base` of each (send and receive buffers alike, as an all-reduce's): offsets move by base,
+ * dependencies and fused links by the ops already in s. `part` must use no scratch. */
+weft_result_t sched_append(schedule_t *s, const schedule_t *part, size_t base);
 /* Call descriptions go around the ring: to rank+1, from rank-1 (collectives over all ranks). */
 void sched_ring_headers(schedule_t *s, int rank, int nranks);
 /* Checks the invariants the executor relies on (peers in range, deps earlier and of equal count,

@@ -82,12 +82,14 @@ TEST(Hierarchical, EveryLayoutGetsTheSum) {
     int p = (int)l.node_of.size();
     for (size_t count : {0, 1, 2, 3, 5, 7, 13, 100})
       for (bool in_place : {false, true})
-        for (sim::Options o : kOptions) {
-          if (count > 16) o.slice_elems *= 8;
-          sim::Call c = {WEFT_COLL_ALL_REDUCE, p, count, -1, in_place, l.node_of.data(),
-                         Nodes(l.node_of)};
-          ASSERT_TRUE(sim::RunCall(Row()->build, c, o)) << l.name;
-        }
+        for (sim::Options o : kOptions)
+          for (size_t round_count : {0, 2, 3}) {  // one round; rounds of a few elements
+            if (count > 16) o.slice_elems *= 8;
+            sim::Call c = {WEFT_COLL_ALL_REDUCE, p, count, -1, in_place, l.node_of.data(),
+                           Nodes(l.node_of)};
+            c.round_count = round_count;
+            ASSERT_TRUE(sim::RunCall(Row()->build, c, o)) << l.name << " rounds " << round_count;
+          }
   }
 }
 
@@ -101,25 +103,22 @@ TEST(Hierarchical, ManyEventOrders) {
     }
 }
 
-// A fused step's kind as the two passes it stands for (schedule.h).
-sched_kind_t Unfused(sched_kind_t k) {
-  if (k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND) return SCHED_RECV_REDUCE;
-  return k == SCHED_RECV_COPY_SEND ? SCHED_RECV_COPY : k;
-}
-
 // Without a topology, or on one host, it is a ring in rank order: the same traffic as the ring
 // row, op for op (the ring shifts which chunk each rank finishes; sizes and peers agree).
 TEST(Hierarchical, OneHostIsARing) {
   std::vector<int> one(6, 0);
   for (const int* node_of : {(const int*)nullptr, (const int*)one.data()}) {
-    for (int r = 0; r < 6; r++) {
-      sched_args_t a = {WEFT_COLL_ALL_REDUCE, r, 6, 600, -1, 0, node_of, node_of ? 1 : 0, 0};
+    for (int r = 0; r < 12; r++) {  // ranks 6..11: the same in rounds of 40 elements per chunk
+      sched_args_t a = {WEFT_COLL_ALL_REDUCE, r % 6, 6, 600, -1, 0, node_of, node_of ? 1 : 0,
+                        r < 6 ? 0u : 40u};
       schedule_t h, g;
       ASSERT_EQ(Row()->build(&h, &a), WEFT_SUCCESS);
       ASSERT_EQ(ring_allreduce_build(&g, &a), WEFT_SUCCESS);
       ASSERT_EQ(h.nops, g.nops);
       for (int i = 0; i < h.nops; i++) {
-        EXPECT_EQ(Unfused(h.ops[i].kind), Unfused(g.ops[i].kind));
+        EXPECT_EQ(h.ops[i].kind, g.ops[i].kind);
+        EXPECT_EQ(sched_is_fused(h.ops[i].kind) ? h.ops[i].fwd : -1,
+                  sched_is_fused(g.ops[i].kind) ? g.ops[i].fwd : -1);
         EXPECT_EQ(h.ops[i].peer, g.ops[i].peer);
         EXPECT_EQ(h.ops[i].count, g.ops[i].count);
       }

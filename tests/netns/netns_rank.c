@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
 
   /* all_reduce, float32 sum, small and pipelined sizes: rank r holds r + 1 + i % 7, all small
    * integers, so the sums are exact in float whatever the order of reduction. */
-  static const size_t counts[] = {1, 1000, 1 << 20};
-  buf = malloc(sizeof(float) << 20);
+  static const size_t counts[] = {1, 1000, 1 << 20, (1 << 22) + 3};
+  buf = malloc(sizeof(float) * ((1 << 22) + 3));
   if (!buf) FAIL("out of memory");
   /* Each size with the automatic choice, then forced through the hierarchy (shm within a host,
    * TCP across hosts) and the flat ring, so the hierarchical schedule is checked on real hosts. */
