@@ -91,6 +91,18 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
     if (op->dep >= 0 && s->ops[op->dep].count != op->count)
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
                       op->dep);
+    /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */
+    if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND &&
+        s->ops[op->dep].fwd != i) {
+      const sched_op_t *d = &s->ops[op->dep];
+      int reads = (op->kind == SCHED_SEND && op->buf == d->buf) ||
+                  ((sched_is_reduce(op->kind) || op->kind == SCHED_COPY) && op->src_buf == d->buf);
+      if (reads)
+        return WEFT_ERR(WEFT_ERR_INTERNAL,
+                        "schedule op %d reads the result of op %d, a recv-reduce-send that only "
+                        "writes the slots of op %d",
+                        i, op->dep, d->fwd);
+    }
     if (sched_is_fused(op->kind)) {
       const sched_op_t *f = op->fwd > i && op->fwd < s->nops ? &s->ops[op->fwd] : NULL;
       if (!f || f->kind != SCHED_SEND || f->dep != i || f->count != op->count)

@@ -32,6 +32,31 @@ TEST(Schedule, ValidateRejectsBrokenSchedules) {
   sched_free(&s);
 }
 
+// A fused step must feed a later send that depends on it, one send per step, and the result of
+// a recv-reduce-send (which writes only that send's slots) is read by nobody else.
+TEST(Schedule, ValidateChecksFusedSteps) {
+  schedule_t s;
+  sched_init(&s, 8, 8);
+  sched_op_t recv = {SCHED_RECV_REDUCE_SEND, 1, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, -1, 0, 0, 1};
+  sched_op_t send = {SCHED_SEND, 2, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, 0, 0, 0, -1};
+  sched_add(&s, &recv);
+  sched_add(&s, &send);
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_SUCCESS) << err_last();
+  s.ops[0].fwd = 0;  // itself
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  s.ops[0].fwd = 1;
+  s.ops[1].dep = -1;  // the send does not wait for it
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  s.ops[1].dep = 0;
+  sched_op_t other = {SCHED_SEND, 3, SCHED_RECVBUF, 0, 4, SCHED_SENDBUF, 0, 0, 0, 0, -1};
+  sched_add(&s, &other);  // a second reader of what was never written locally
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("recv-reduce-send"), std::string::npos) << err_last();
+  s.ops[0].kind = SCHED_RECV_REDUCE_COPY_SEND;  // keeps its result: others may read it
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_SUCCESS) << err_last();
+  sched_free(&s);
+}
+
 TEST(Schedule, ChunksCoverTheBufferInOrder) {
   for (int n = 1; n <= 13; n++)
     for (size_t count : {0, 1, 5, 12, 13, 1000}) {
