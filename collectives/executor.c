@@ -392,17 +392,6 @@ static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *s
 
 /* ---- fused steps ---------------------------------------------------------------------------- */
 
-static const char *fused_name(sched_kind_t k) {
-  switch (k) {
-    case SCHED_RECV_REDUCE_SEND:
-      return "recv-reduce-send";
-    case SCHED_RECV_REDUCE_COPY_SEND:
-      return "recv-reduce-copy-send";
-    default:
-      return "recv-copy-send";
-  }
-}
-
 /* The send stream `out` would post slice j of op `fwd` next: nothing ahead of it there and room
  * in its window. */
 static int out_ready(const run_t *r, const stream_t *out, int fwd, size_t j) {
@@ -496,7 +485,7 @@ static weft_result_t fused_retire(run_t *r, stream_t *st, flight_t *f, int *done
   WEFT_CHECK(out->conn->ops->commit_send(out->conn, &sf->x));
   fused_advance(r, out, op->fwd, n * r->esize);
   if (recv_in_place(st)) WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
-  if (r->ctx->trace) trace_fused(r->ctx->trace, st->peer, st->head, fused_name(op->kind));
+  if (r->ctx->trace) trace_fused(r->ctx->trace, st->peer, st->head, sched_kind_name(op->kind));
   *done = 1;
   return WEFT_SUCCESS;
 }
@@ -612,7 +601,7 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
       WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
       if (r->ctx->trace && r->states[f->op].fused) {
         trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
-        trace_fused(r->ctx->trace, st->peer, st->head, fused_name(r->s->ops[f->op].kind));
+        trace_fused(r->ctx->trace, st->peer, st->head, sched_kind_name(r->s->ops[f->op].kind));
       } else if (r->ctx->trace) {
         trace_reduce(r->ctx->trace, st->peer, st->head);
         trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);

@@ -5,6 +5,30 @@
 
 #include "common/error.h"
 
+const char *sched_kind_name(sched_kind_t k) {
+  switch (k) {
+    case SCHED_SEND:
+      return "send";
+    case SCHED_RECV_COPY:
+      return "recv-copy";
+    case SCHED_RECV_REDUCE:
+      return "recv-reduce";
+    case SCHED_SEND_TOKEN:
+      return "send-token";
+    case SCHED_RECV_TOKEN:
+      return "recv-token";
+    case SCHED_COPY:
+      return "copy";
+    case SCHED_RECV_REDUCE_SEND:
+      return "recv-reduce-send";
+    case SCHED_RECV_REDUCE_COPY_SEND:
+      return "recv-reduce-copy-send";
+    case SCHED_RECV_COPY_SEND:
+      return "recv-copy-send";
+  }
+  return "?";
+}
+
 void sched_init(schedule_t *s, size_t send_count, size_t recv_count) {
   s->ops = NULL;
   s->nops = 0;

@@ -42,6 +42,9 @@ static inline int sched_is_fused(sched_kind_t k) {
          k == SCHED_RECV_COPY_SEND;
 }
 
+/* "send", "recv-copy", "recv-reduce-send", ...: the kind's name in traces and messages. */
+const char *sched_kind_name(sched_kind_t k);
+
 /* Kinds that combine the incoming data with src (reducing receives, fused or not). */
 static inline int sched_is_reduce(sched_kind_t k) {
   return k == SCHED_RECV_REDUCE || k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND;

@@ -16,7 +16,7 @@ struct Msg {
   double bytes, start, end;
 };
 
-void Record(void* arg, int from, int to, double bytes, double start, double end) {
+void Record(void* arg, int from, int to, double bytes, double start, double end, const char*) {
   static_cast<std::vector<Msg>*>(arg)->push_back({from, to, bytes, start, end});
 }
 

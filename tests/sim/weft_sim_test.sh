@@ -19,4 +19,11 @@ grep -q "supported: ring" <<<"$out" || fail "unsupported pair should list what e
 
 out=$("$sim" -C send -p 4 -b 4K -e 4K) || fail "send: $out"
 grep -q 'N/A' <<<"$out" || fail "send has no closed form, expected N/A: $out"
+# --trace names what the receiving op does with each message: a ring all-reduce shows its fused
+# steps (reduced or copied straight into the next peer's slot), and no plain reduce.
+out=$("$sim" -C all_reduce -A ring -p 4 -b 1M -e 1M --trace) || fail "--trace: $out"
+for step in desc recv-reduce-send recv-reduce-copy-send recv-copy-send recv-copy; do
+  grep -q " us  $step\$" <<<"$out" || fail "--trace shows no $step message: $out"
+done
+! grep -q " us  recv-reduce\$" <<<"$out" || fail "a fused ring has no plain recv-reduce: $out"
 echo PASS

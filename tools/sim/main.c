@@ -20,10 +20,11 @@ static void print_params(const simcli_t *o) {
   printf("\n#\n");
 }
 
-static void print_message(void *arg, int from, int to, double bytes, double start, double end) {
+static void print_message(void *arg, int from, int to, double bytes, double start, double end,
+                          const char *step) {
   (void)arg;
-  printf("#   msg %5d -> %-5d %12.0f B %12.3f .. %12.3f us\n", from, to, bytes, start * 1e6,
-         end * 1e6);
+  printf("#   msg %5d -> %-5d %12.0f B %12.3f .. %12.3f us  %s\n", from, to, bytes, start * 1e6,
+         end * 1e6, step);
 }
 
 /* One row for one algorithm and size; the failure message names the algorithm. */

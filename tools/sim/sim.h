@@ -70,7 +70,10 @@ typedef struct {
 } sim_result_t;
 
 /* Called for every message once it has been handed over (for traces and tests). */
-typedef void (*sim_trace_fn)(void *arg, int from, int to, double bytes, double start, double end);
+/* `step`: what the receiving op does with it (sched_kind_name: "recv-reduce-send" for a fused
+ * step, ...), or "desc" for a call description. */
+typedef void (*sim_trace_fn)(void *arg, int from, int to, double bytes, double start, double end,
+                             const char *step);
 
 /* Simulates `call` on `m`. WEFT_ERR_INVALID_ARGUMENT for a pair the table lacks (the message lists
  * what the collective has), WEFT_ERR_INTERNAL for schedules that disagree or deadlock. */

@@ -212,7 +212,11 @@ static weft_result_t try_start(sim_world_t *w, cands_t *c) {
 static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
   sim_rank_t *s = &w->ranks[e->from], *d = &w->ranks[e->to];
   sim_stream_t *out = &s->streams[e->from_stream], *in = &d->streams[e->to_stream];
-  if (w->trace) w->trace(w->trace_arg, e->from, e->to, e->bytes, e->start, e->t);
+  if (w->trace) {
+    int op = in->fifo[e->to_slot].op;
+    w->trace(w->trace_arg, e->from, e->to, e->bytes, e->start, e->t,
+             op < 0 ? "desc" : sched_kind_name(d->s.ops[op].kind));
+  }
   s->out_busy = d->in_busy = 0;
   /* A send stream has one message in flight at a time (one outgoing port): it is the head. */
   out->fifo[out->head].complete = 1;
