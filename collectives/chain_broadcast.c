@@ -8,6 +8,9 @@
  *   r+1        [s0][s1][s2] ->
  *   r+2             [s0][s1][s2]
  *
+ * Ranks in the middle keep and forward each slice in one read of the peer's slot where it
+ * lands in place (recv-copy-send, schedule.h). A chain has no cycle, so no rounds are needed.
+ *
  * Cost (a: seconds per message, b: per byte, S the slice): the call description first,
  * h = a + 40 b; then the first slice, s1 = min(n, S) bytes, crosses p-2 links, and the last link
  * carries all k = ceil(n/S) slices:

@@ -9,6 +9,9 @@
  *   root+2       [s0+][s1+][s2+] ->
  *   root              [s0][s1][s2] = reduction
  *
+ * Ranks in the middle reduce what arrives with their input straight into the next rank's slot
+ * (recv-reduce-send, schedule.h): scratch is only the two-pass path's. No cycle, no rounds.
+ *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): the call
  * description first, h = a + 40 b. The first slice, s1 = min(n, S) bytes, is sent and reduced
  * p-2 times before it reaches the last link; from there either the last link carries all

@@ -1,11 +1,20 @@
 /* executor.c -- the one engine that runs every schedule: slicing, pipelining, fused reduction,
- * call-description check and timeouts.
+ * fused ring steps, call-description check and timeouts.
  *
  * Ops to one peer in one direction form a stream. Each stream keeps a FIFO of up to `window`
  * posted slices; a slice is retired when its transfer completed and, for a reducing receive, once
  * it has been folded into the output from its staging slot (still warm in cache: the reduction is
  * part of the receive path, not a second pass). Retiring strictly in FIFO order gives every op a
- * "slices done" counter that dependent ops (the forwarding sends of a ring) wait on. */
+ * "slices done" counter that dependent ops (the forwarding sends of a ring) wait on.
+ *
+ * A fused step (recv-reduce-send, ...) is retired through the send it feeds: when its slice is at
+ * the head of the receive stream and that send's stream would post the same slice next, the
+ * send's transport lends the slot the next peer will read (lend_send), the one pass writes it
+ * (and the output, for the copying kinds), and commit_send posts it. If the send side cannot take
+ * it yet (its window is full, or the transport has no free slot) the receive waits at the head,
+ * holding the peer's slot: that back-pressure is why rings run in rounds (ring_allreduce.c).
+ * Device mode enqueues the pass on the device queue and commits once its fence has passed, in
+ * lending order; no plain post_send goes on a stream while one of its slots is lent. */
 #include "collectives/executor.h"
 
 #include <stdio.h>

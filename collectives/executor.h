@@ -1,9 +1,12 @@
 /* executor.h -- internal: runs any schedule over the communicator's transports.
  *
  * One executor serves every algorithm: it slices ops, keeps up to WEFT_SLICES_IN_FLIGHT slices
- * posted per stream, reduces incoming slices from a small staging ring into the output as they
- * arrive, forwards slices as soon as their dependency completed, and bounds every wait by
- * WEFT_TIMEOUT_MS of inactivity. Before any data, each rank sends a description of the call (the
+ * posted per stream, reduces incoming slices (in the peer's slot where the transport lends it,
+ * else from a small staging ring) as they arrive, forwards slices as soon as their dependency
+ * completed, and bounds every wait by WEFT_TIMEOUT_MS of inactivity. Fused steps (schedule.h)
+ * write their result straight into the slot the next peer reads (transport.h's lend_send): the
+ * received slice is read once and the output written once, as NCCL's recvReduceSend and
+ * recvReduceCopySend do; exec_stats_t counts what was written where. Before any data, each rank sends a description of the call (the
  * collective, its sequence number, count, dtype, op, root) to its right ring neighbour and checks
  * the one from its left: ranks that disagree fail with WEFT_ERR_MISMATCH instead of exchanging
  * garbage.

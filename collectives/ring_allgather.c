@@ -9,7 +9,11 @@
  *   rank 1:   b -> 2, a <- 0    a -> 2, c <- 0
  *   rank 2:   c -> 0, b <- 1    b -> 0, a <- 1
  *
- * Every block of recvbuf is written once, so no receive waits for a send. In place (sendbuf ==
+ * Every block of recvbuf is written once, so no receive waits for a send. Fused (schedule.h):
+ * a block arriving in place (shared memory, CUDA IPC) is kept and forwarded in one read of the
+ * peer's slot (recv-copy-send), 3 bytes of memory traffic per byte instead of 4; over TCP it
+ * lands in recvbuf and is sent from there (no copy to save). Rounds of at most round_count
+ * elements of each block, as ring_allreduce.c says why. In place (sendbuf ==
  * recvbuf + r n) the own block is already where it belongs; otherwise a local copy puts it there.
  *
  * Cost (a: seconds per message, b: per byte, n the gathered buffer, S the slice): the call

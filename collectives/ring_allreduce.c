@@ -14,6 +14,30 @@
  * out-of-place and in-place the same schedule with no initial copy. The executor cuts every chunk
  * into slices, so a slice is forwarded as soon as it has been reduced.
  *
+ * Fused steps (schedule.h, as NCCL's primitives): step 0 sends from sendbuf (directSend); reduce-
+ * scatter steps 1 .. p-3 reduce the arriving slice with sendbuf straight into the right
+ * neighbour's slot (recv-reduce-send) and write nothing locally; step p-2 also keeps the final
+ * sum (recv-reduce-copy-send); all-gather steps keep and forward what arrives in one read
+ * (recv-copy-send), the last one only keeps it (recv-copy). So every element of recvbuf is written
+ * once per call, in place too. Rounds: the buffer goes around in rounds of p chunks of at most
+ * sched_args_t.round_count elements (half a link's slots), since a fused step forwards only into
+ * a free slot of the next peer: with a whole chunk of sends ahead of the fused ones on every link
+ * a ring could wait on itself.
+ *
+ * Memory traffic per rank (c = n/p bytes, reads + writes, host buffers over shared memory):
+ *   step 0 send                   read sendbuf, write slot                      2c
+ *   steps 1 .. p-3 (p-3 of them)  read slot + sendbuf, write next slot           3c each
+ *   step p-2                      read slot + sendbuf, write next slot + recvbuf  4c
+ *   all-gather, all but the last  read slot, write recvbuf + next slot           3c each
+ *   last all-gather step          read slot, write recvbuf                       2c
+ *   in all: (6p - 4) c = (6p - 4)/p n, half reads, half writes.
+ * The two-pass path (WEFT_FUSED_STEPS=0) reduces into recvbuf (3c) and copies it into the slot
+ * (2c) at every step and lands each all-gather slice in recvbuf before copying it on: 9(p-1)/p n.
+ * So fusing saves 9(p-1)/(6p-4) of the traffic: 1.125x at 2 ranks, 1.35x at 4, 1.5x at many.
+ * Ranks of one host share its memory bandwidth B (bytes read + written per second): their ring
+ * cannot beat busbw = 2(p-1)/p n / t <= 2(p-1) B / (p (6p - 4)); TCP adds the kernel's socket
+ * copies (2 per byte sent on each side) on top.
+ *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, n bytes, S the slice):
  * the call description goes first, h = a + 40 b. A chunk of c = n/p bytes travels as
  * k = ceil(c/S) messages, W = k a + c b, the first slice s1 = min(c, S) bytes, the last r. Every

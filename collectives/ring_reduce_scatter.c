@@ -10,7 +10,15 @@
  *   rank 1:   send a1 -> 2         send c0+c1 -> 2      recv b2+b0 (+b1)
  *   rank 2:   send b2 -> 0         send a1+a2 -> 0      recv c0+c1 (+c2)
  *
- * Partial sums alternate between two slots (recvbuf and scratch; two scratch slots in place,
+ * Fused (schedule.h): steps 0 .. p-3 reduce what arrives with sendbuf straight into the right
+ * neighbour's slot (recv-reduce-send), so only the last step writes recvbuf: (3p - 1)/p n bytes
+ * of memory traffic per rank (c = n/p: 2c for step 0's send, 3c per intermediate step, 3c for
+ * the last) instead of 5(p - 1)/p n (each step reduces into a local slot, 3c, and a send
+ * copies it into the peer's, 2c). Rounds of at most round_count elements of each block
+ * keep a ring of fused steps from waiting on itself (ring_allreduce.c).
+ *
+ * Unfused (WEFT_FUSED_STEPS=0, or a transport that lends no slot), partial sums alternate between
+ * two slots (recvbuf and scratch; two scratch slots in place,
  * where recvbuf is this rank's own input block). A receive reduces into the slot that the send
  * of the step before read from, so it waits for that send, never for the send of its own step:
  * that one may only complete once the right neighbour has received, which would close a cycle
