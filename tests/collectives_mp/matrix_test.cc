@@ -2,6 +2,7 @@
 // loopback, world sizes including non-powers of two, counts around every edge, in place and out.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,55 +12,73 @@
 
 namespace {
 
-const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST, WEFT_COLL_REDUCE,
+const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
                               WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
 
 bool reduces(weft_coll_t c) {
   return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
 }
 
+// The small matrix on one world size, over `transport` (WEFT_TRANSPORT).
+std::string small_matrix(int rank, int n, int port, const char* transport) {
+  setenv("WEFT_TRANSPORT", transport, 1);
+  weft_comm_t* comm;
+  std::string err = join(rank, n, port, &comm);
+  if (!err.empty()) return err;
+  for (weft_coll_t coll : kColls)
+    for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
+      weft_algo_t algo = (weft_algo_t)a;
+      if (!weft_algo_supported(coll, algo)) continue;
+      // The foundation's matrix for each row: every dtype, every op where the collective
+      // reduces, counts 0, 1, 3 (below most world sizes) and 1000, in place and not.
+      for (size_t count : {0, 1, 3, 1000})
+        for (int d = 0; d < WEFT_NUM_DTYPES; d++)
+          for (int op = 0; op < (reduces(coll) ? WEFT_NUM_OPS : 1); op++)
+            for (bool in_place : {false, true}) {
+              int root = (int)((count + (size_t)d + (size_t)op) % (size_t)n);
+              err = check_call(comm, coll, algo, (weft_dtype_t)d, (weft_op_t)op, count, in_place,
+                               root);
+              if (!err.empty()) return err;
+              if (coll == WEFT_COLL_BARRIER) break;
+            }
+    }
+  weft_comm_destroy(comm);
+  return "";
+}
+
 class Matrix : public ::testing::TestWithParam<int> {};
 
 TEST_P(Matrix, EveryCollectiveAndAlgorithm) {
   auto results = mp_run(
-      GetParam(),
-      [](int rank, int n, int port) -> std::string {
-        weft_comm_t* comm;
-        std::string err = join(rank, n, port, &comm);
-        if (!err.empty()) return err;
-        for (weft_coll_t coll : kColls)
-          for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
-            weft_algo_t algo = (weft_algo_t)a;
-            if (!weft_algo_supported(coll, algo)) continue;
-            // The foundation's matrix for each row: every dtype, every op where the collective
-            // reduces, counts 0, 1, 3 (below most world sizes) and 1000, in place and not.
-            for (size_t count : {0, 1, 3, 1000})
-              for (int d = 0; d < WEFT_NUM_DTYPES; d++)
-                for (int op = 0; op < (reduces(coll) ? WEFT_NUM_OPS : 1); op++)
-                  for (bool in_place : {false, true}) {
-                    int root = (int)((count + (size_t)d + (size_t)op) % (size_t)n);
-                    err = check_call(comm, coll, algo, (weft_dtype_t)d, (weft_op_t)op, count,
-                                     in_place, root);
-                    if (!err.empty()) return err;
-                    if (coll == WEFT_COLL_BARRIER) break;
-                  }
-          }
-        weft_comm_destroy(comm);
-        return "";
-      },
+      GetParam(), [](int rank, int n, int port) { return small_matrix(rank, n, port, "auto"); },
       600000);
   EXPECT_EQ(mp_summary(results), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Matrix, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 13));
 
+// The same over TCP: fused reducing steps into TCP's send staging slots, copy steps unfused.
+class MatrixTcp : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatrixTcp, EveryCollectiveAndAlgorithm) {
+  auto results = mp_run(
+      GetParam(), [](int rank, int n, int port) { return small_matrix(rank, n, port, "tcp"); },
+      600000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixTcp, ::testing::Values(2, 3, 5));
+
 // Larger counts: many slices per op, pipelining across tree levels and ring steps.
-class MatrixLarge : public ::testing::TestWithParam<int> {};
+// Over shm and TCP: more than one round of the rings (1 Mi elements on 3 ranks is two).
+class MatrixLarge : public ::testing::TestWithParam<std::pair<const char*, int>> {};
 
 TEST_P(MatrixLarge, EveryCollectiveAndAlgorithmAtOneMebi) {
+  const char* transport = GetParam().first;
   auto results = mp_run(
-      GetParam(),
-      [](int rank, int n, int port) -> std::string {
+      GetParam().second,
+      [transport](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", transport, 1);
         weft_comm_t* comm;
         std::string err = join(rank, n, port, &comm);
         if (!err.empty()) return err;
@@ -80,7 +99,10 @@ TEST_P(MatrixLarge, EveryCollectiveAndAlgorithmAtOneMebi) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixLarge, ::testing::Values(3, 4, 6));
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixLarge,
+                         ::testing::Values(std::make_pair("auto", 3), std::make_pair("auto", 4),
+                                           std::make_pair("auto", 6), std::make_pair("tcp", 3),
+                                           std::make_pair("tcp", 4)));
 
 // 64 Mi float32 elements (256 MiB) through the bandwidth algorithms other than ring (which
 // all_reduce_test covers at this size).
