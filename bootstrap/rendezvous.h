@@ -27,9 +27,9 @@ typedef struct {
   const weft_config_t *config;
 } boot_params_t;
 
-/* Transports a rank may publish an address for: 0 TCP, 1 shared memory, 2 CUDA IPC (comm.c's
- * table). */
-#define BOOT_NTRANSPORTS 3
+/* Transports a rank may publish an address for: 0 TCP, 1 shared memory, 2 CUDA IPC, 3 RDMA verbs
+ * (comm.c's table). */
+#define BOOT_NTRANSPORTS 4
 
 /* What every rank publishes: a blob per transport plus the identity of its host. A transport the
  * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros. */

@@ -9,6 +9,7 @@
 #include "bootstrap/rendezvous.h"
 #include "common/net.h"
 #include "common/trace.h"
+#include "transport/ibv_wrap.h"
 #include "transport/staged.h"
 
 weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
@@ -146,10 +147,10 @@ static void derive_locality(weft_comm_t *c, const boot_record_t *all) {
   c->local_size = local_size;
 }
 
-/* Indexed by COMM_TCP, COMM_SHM, COMM_CUDA_IPC: where each transport's blob sits in
+/* Indexed by COMM_TCP, COMM_SHM, COMM_CUDA_IPC, COMM_IB: where each transport's blob sits in
  * boot_record_t. */
 static const transport_ops_t *const kinds[BOOT_NTRANSPORTS] = {
-    &tcp_transport_ops, &shm_transport_ops, &cuda_ipc_transport_ops};
+    &tcp_transport_ops, &shm_transport_ops, &cuda_ipc_transport_ops, &ibverbs_transport_ops};
 
 const char *comm_transport_name(const weft_comm_t *c, int peer) {
   if (!c || peer < 0 || peer >= c->nranks || !c->conns[peer]) return NULL;
@@ -161,16 +162,22 @@ const char *comm_device_transport_name(const weft_comm_t *c, int peer) {
   return c->dev_conns[peer]->ops->name;
 }
 
-/* WEFT_TRANSPORT: auto creates both (shm is optional: a host without usable /dev/shm falls back
- * to tcp), tcp or shm only the one. */
-static weft_result_t transport_mode(const weft_comm_t *c, int *want_tcp, int *want_shm) {
+/* WEFT_TRANSPORT: auto creates tcp, shm and ib (shm and ib are optional: without usable /dev/shm
+ * or an active RDMA port peers use tcp), tcp, shm or ib only the one. */
+static weft_result_t transport_mode(const weft_comm_t *c, int *want) {
   const char *m = c->config.transport;
-  *want_tcp = strcmp(m, "auto") == 0 || strcmp(m, "tcp") == 0;
-  *want_shm = strcmp(m, "auto") == 0 || strcmp(m, "shm") == 0;
-  if (!*want_tcp && !*want_shm)
+  int is_auto = strcmp(m, "auto") == 0;
+  want[COMM_TCP] = is_auto || strcmp(m, "tcp") == 0;
+  want[COMM_SHM] = is_auto || strcmp(m, "shm") == 0;
+  want[COMM_IB] = is_auto || strcmp(m, "ib") == 0;
+  if (!want[COMM_TCP] && !want[COMM_SHM] && !want[COMM_IB])
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "rank %d: WEFT_TRANSPORT=\"%s\" is not one of auto, tcp, shm", c->rank, m);
+                    "rank %d: WEFT_TRANSPORT=\"%s\" is not one of auto, tcp, shm, ib", c->rank, m);
   return WEFT_SUCCESS;
+}
+
+static int mode_is(const weft_comm_t *c, const char *mode) {
+  return strcmp(c->config.transport, mode) == 0;
 }
 
 weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
@@ -180,7 +187,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
   transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise, c->dev};
   int want[BOOT_NTRANSPORTS];
   memset(mine, 0, sizeof *mine);
-  WEFT_CHECK(transport_mode(c, &want[COMM_TCP], &want[COMM_SHM]));
+  WEFT_CHECK(transport_mode(c, want));
   /* Device buffers between ranks of one host go by CUDA IPC wherever shared memory may be used. */
   want[COMM_CUDA_IPC] = c->dev && want[COMM_SHM];
   for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
@@ -194,6 +201,20 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
       /* Device buffers then go staged over the host connection. */
       if (c->config.debug >= 1)
         fprintf(stderr, "weft rank %d: no CUDA IPC, device buffers go staged: %s\n", c->rank,
+                err_last());
+      continue;
+    }
+    if (res != WEFT_SUCCESS && k == COMM_IB && res != WEFT_ERR_INVALID_ARGUMENT) {
+      /* A malformed WEFT_IB_HCA or WEFT_IB_GID_INDEX fails init whatever the mode. */
+      if (mode_is(c, "ib")) {
+        char why[ERR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", err_last());
+        return WEFT_ERR(res, "rank %d: WEFT_TRANSPORT=ib but no active RDMA port (%s)", c->rank,
+                        why);
+      }
+      /* auto: peers see our all-zero ib blob and use tcp (or shm) with us. */
+      if (c->config.debug >= 1)
+        fprintf(stderr, "weft rank %d: no RDMA verbs, using tcp across hosts: %s\n", c->rank,
                 err_last());
       continue;
     }
@@ -216,9 +237,19 @@ static int blob_present(const unsigned char *blob, size_t n) {
   return 0;
 }
 
+/* Whether rank r and this rank both have a verbs port, of the same link layer. */
+static int ib_both(const weft_comm_t *c, const boot_record_t *all, int r) {
+  if (!c->transports[COMM_IB]) return 0;
+  ibvw_port_facts_t mine = ibverbs_blob_facts(all[c->rank].addr[COMM_IB]);
+  ibvw_port_facts_t theirs = ibverbs_blob_facts(all[r].addr[COMM_IB]);
+  return mine.present && theirs.present && mine.link_layer == theirs.link_layer;
+}
+
 /* Every rank applies the same rule to the same records, so both ends of a pair agree: shm between
- * ranks of one host that both have it, tcp otherwise. WEFT_TRANSPORT=shm with a peer elsewhere is
- * an error naming both hosts. Then shm maps the doorbells of its peers. */
+ * ranks of one host that both have it; across hosts ib where both have a verbs port of the same
+ * link layer; tcp otherwise. WEFT_TRANSPORT=ib puts every peer on ib, and fails naming a peer
+ * without a port; WEFT_TRANSPORT=shm with a peer elsewhere is an error naming both hosts. Then shm
+ * maps the doorbells of its peers. */
 static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all) {
   const size_t shm_size = shm_transport_ops.addr_size;
   const size_t ipc_size = cuda_ipc_transport_ops.addr_size;
@@ -237,7 +268,7 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) continue;
     int same_host = c->node_of[r] == c->node_of[c->rank];
-    if (!c->transports[COMM_TCP] && !same_host) {
+    if (mode_is(c, "shm") && !same_host) {
       res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                      "rank %d: WEFT_TRANSPORT=shm, but rank %d is on another host (%s, this rank "
                      "is on %s): use auto or tcp",
@@ -248,6 +279,14 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
       c->via[r] = COMM_SHM;
       blobs[n] = all[r].addr[COMM_SHM];
       peers[n++] = r;
+    } else if ((!same_host || mode_is(c, "ib")) && ib_both(c, all, r)) {
+      c->via[r] = COMM_IB;
+    } else if (mode_is(c, "ib")) {
+      res = WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                     "rank %d: WEFT_TRANSPORT=ib, but rank %d has no active RDMA port of this "
+                     "rank's link layer (its own error, if any, says why): use auto or tcp",
+                     c->rank, r);
+      goto done;
     } else {
       c->via[r] = COMM_TCP;
     }
@@ -311,15 +350,22 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
     if (c->transports[k]) c->transports[k]->peers_listening = 1;
   if (measure) WEFT_CHECK(cost_model_measure(c));
   if (c->config.debug >= 1) {
-    char where[NET_ADDR_STRLEN] = "(off)", via[512];
+    char where[NET_ADDR_STRLEN] = "(off)", via[512], rdma[160] = "";
     if (c->transports[COMM_TCP])
       net_addr_str((const net_addr_t *)all[c->rank].addr[COMM_TCP], where, sizeof where);
     describe_via(c, via, sizeof via);
+    int ib_peers = 0;
+    for (int r = 0; r < c->nranks; r++) ib_peers += r != c->rank && c->via[r] == COMM_IB;
+    if (ib_peers) {
+      char dev[128];
+      ibverbs_describe(c->transports[COMM_IB], dev, sizeof dev);
+      snprintf(rdma, sizeof rdma, "; ib on %s", dev);
+    }
     fprintf(stderr,
-            "weft rank %d/%d: local rank %d/%d, transport per rank: %s; tcp at %s (%d socket(s) "
+            "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
             "per peer), shm rings of %d slots, slices of %zu bytes, %d in flight, timeout %d ms; "
             "cost model alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B\n",
-            c->rank, c->nranks, c->local_rank, c->local_size, via, where, c->config.nsocks,
+            c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
             c->config.shm_slots,
             c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
             c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);

@@ -22,7 +22,8 @@ struct weft_comm {
   int nnodes;
   uint64_t comm_id;
   weft_config_t config;
-  /* Indexed like boot_record_t.addr (COMM_TCP, COMM_SHM); NULL where not created. */
+  /* Indexed like boot_record_t.addr (COMM_TCP, COMM_SHM, COMM_CUDA_IPC, COMM_IB); NULL where not
+   * created. */
   transport_t *transports[BOOT_NTRANSPORTS];
   unsigned char *peer_addrs[BOOT_NTRANSPORTS]; /* nranks address blobs, addr_size each */
   unsigned char *via;        /* per peer: the transport that carries it (WEFT_TRANSPORT) */
@@ -46,10 +47,10 @@ struct weft_comm {
 
 typedef struct comm_async comm_async_t;
 
-enum { COMM_TCP = 0, COMM_SHM = 1, COMM_CUDA_IPC = 2 };
+enum { COMM_TCP = 0, COMM_SHM = 1, COMM_CUDA_IPC = 2, COMM_IB = 3 };
 
 /* Name of the transport whose connection carries this rank's traffic with `peer` ("tcp",
- * "shm"), or NULL while not connected (introspection for WEFT_DEBUG and tests). */
+ * "shm", "ib"), or NULL while not connected (introspection for WEFT_DEBUG and tests). */
 const char *comm_transport_name(const weft_comm_t *comm, int peer);
 /* The same for device buffers ("cuda_ipc", "staged"), NULL until a device call connected it. */
 const char *comm_device_transport_name(const weft_comm_t *comm, int peer);
@@ -64,8 +65,9 @@ void comm_free(weft_comm_t *comm, int abortive);
  * host's identity). */
 weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
 /* Everything after the exchange: all[r] is rank r's record. Records the addresses, derives local
- * rank and size unless known, picks each peer's transport (shm on this host, tcp elsewhere, unless
- * WEFT_TRANSPORT says otherwise), connects the ring, and measures the cost model if `measure`. */
+ * rank and size unless known, picks each peer's transport (shm on this host; elsewhere ib where
+ * both ends have a verbs port of one link layer, else tcp; unless WEFT_TRANSPORT says otherwise),
+ * connects the ring, and measures the cost model if `measure`. */
 weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int measure);
 
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`

@@ -52,7 +52,21 @@ static const knob_t knobs[] = {
     {"WEFT_TUNE_FILE", "", STRING_KNOB(tune_file),
      "cost model (alpha, beta, gamma) written by weft-bench --tune; empty: measured at init"},
     {"WEFT_TRANSPORT", "auto", STRING_KNOB(transport),
-     "auto (shared memory to ranks on this host, TCP to others), tcp, or shm (one host only)"},
+     "auto (shared memory to ranks on this host; to others RDMA verbs where both have an active "
+     "port of the same link layer, else TCP), tcp, shm (one host only), or ib (verbs to every "
+     "peer)"},
+    {"WEFT_IB_HCA", "", STRING_KNOB(ib_hca),
+     "RDMA devices and ports to use: prefixes, ^ to exclude, = for exact names, :port (e.g. "
+     "mlx5_0:1,mlx5_1; empty: the first active port)"},
+    {"WEFT_IB_GID_INDEX", "-1", KNOB_INT, -1, 255, KNOB_AT(ib_gid_index),
+     "RoCE GID index (-1: the RoCE v2 GID of the address the rank advertises, else another RoCE "
+     "v2 one)"},
+    /* NCCL's defaults: 4.096 us * 2^18 = 1.07 s per try, 7 tries: a dead peer fails a write in
+     * about 8 s, while a congested fabric gets time to recover. */
+    {"WEFT_IB_TIMEOUT", "18", KNOB_INT, 1, 31, KNOB_AT(ib_timeout),
+     "RDMA ack timeout per try: 4.096 us * 2^value"},
+    {"WEFT_IB_RETRY_CNT", "7", KNOB_INT, 0, 7, KNOB_AT(ib_retry_cnt),
+     "RDMA retransmissions before a write fails (peer dead or unreachable)"},
     /* 32 slots (2 MiB a direction): with more ranks than cores a sender fills the ring while its
      * receiver is descheduled instead of sleeping after 8 slots; 4 ranks on 2 cores, ring
      * all-reduce over shm, busbw at 4 MiB went from 0.9-1.6 GB/s (8 slots, bimodal) to 2.1-2.2

@@ -28,11 +28,15 @@ typedef struct {
   char algo[256];          /* WEFT_ALGO: "ring" or "all_reduce=tree,broadcast=ring" */
   int hierarchy;           /* WEFT_HIERARCHY: hierarchical all-reduce: 1 always, 0 never, -1 auto */
   char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
-  char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else tcp), tcp or shm */
+  char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else ib or tcp), tcp, shm, ib */
   int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
   int spin_us;             /* WEFT_SPIN_US: a wait polls (yielding the core) this long, then sleeps */
   char device[16];         /* WEFT_DEVICE: auto, cuda, emulated or none (device/device.h) */
+  char ib_hca[256];        /* WEFT_IB_HCA: RDMA devices and ports to use (NCCL_IB_HCA syntax) */
+  int ib_gid_index;        /* WEFT_IB_GID_INDEX: RoCE GID index, -1 = the RoCE v2 GID of our IPv4 */
+  int ib_timeout;          /* WEFT_IB_TIMEOUT: QP ack timeout, 4.096 us * 2^value */
+  int ib_retry_cnt;        /* WEFT_IB_RETRY_CNT: QP retransmissions before a write fails */
 } weft_config_t;
 
 typedef const char *(*config_getenv_fn)(void *ctx, const char *name);

@@ -10,6 +10,8 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
 [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || [ -f /usr/lib/libgtest.a ] ||
   ls /usr/lib/*/libgtest.a >/dev/null 2>&1 || need+=(libgtest-dev)
+# Headers of the RDMA verbs transport (libibverbs itself is loaded at run time, if present).
+[ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
 # The Python package's tests (scripts/test-python.sh): Debian's torch, numpy and pytest, a venv
 # that sees them, and pip to install the package into it; psutil for weft.torch.utils.
 for pkg in python3-torch python3-numpy python3-pytest python3-venv python3-pip python3-psutil; do
