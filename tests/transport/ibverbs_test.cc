@@ -196,6 +196,7 @@ TEST_P(IbStreams, InOrderBothWays) {
           err = Drive(x.conns[peer], dev, rank, script(rank), script(peer), k.w, 60000);
         x.Close(false);
         dev_engine_close(dev);
+        if (err.empty()) err = LeakCheck(rank);  // connections, registrations, the side channel
         return err;
       },
       180000);
