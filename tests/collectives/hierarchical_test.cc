@@ -83,8 +83,9 @@ TEST(Hierarchical, EveryLayoutGetsTheSum) {
     for (size_t count : {0, 1, 2, 3, 5, 7, 13, 100})
       for (bool in_place : {false, true})
         for (sim::Options o : kOptions)
-          for (size_t round_count : {0, 2, 3}) {  // one round; rounds of a few elements
-            if (count > 16) o.slice_elems *= 8;
+          for (size_t round_count : {0, 3}) {  // one round; rounds of a few elements
+            if (round_count > 0 && count <= round_count * 2) continue;  // one round anyway
+            if (count > 16 && round_count == 0) o.slice_elems *= 8;
             sim::Call c = {WEFT_COLL_ALL_REDUCE, p, count, -1, in_place, l.node_of.data(),
                            Nodes(l.node_of)};
             c.round_count = round_count;
