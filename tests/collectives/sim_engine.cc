@@ -25,30 +25,6 @@ bool Writes(sched_kind_t k) {
          k == SCHED_RECV_COPY_SEND;
 }
 
-const char* KindName(sched_kind_t k) {
-  switch (k) {
-    case SCHED_SEND:
-      return "send";
-    case SCHED_RECV_COPY:
-      return "recv-copy";
-    case SCHED_RECV_REDUCE:
-      return "recv-reduce";
-    case SCHED_SEND_TOKEN:
-      return "send-token";
-    case SCHED_RECV_TOKEN:
-      return "recv-token";
-    case SCHED_COPY:
-      return "copy";
-    case SCHED_RECV_REDUCE_SEND:
-      return "recv-reduce-send";
-    case SCHED_RECV_REDUCE_COPY_SEND:
-      return "recv-reduce-copy-send";
-    case SCHED_RECV_COPY_SEND:
-      return "recv-copy-send";
-  }
-  return "?";
-}
-
 const char* BufName(int b) {
   static const char* names[] = {"sendbuf", "recvbuf", "scratch"};
   return b >= 0 && b < SCHED_NUM_BUFS ? names[b] : "?";
@@ -59,7 +35,7 @@ std::string OpName(const schedule_t& s, int rank, int i) {
   o << "rank " << rank;
   if (i < 0) return o.str() + " call description";
   const sched_op_t& op = s.ops[i];
-  o << " op " << i << " (" << KindName(op.kind);
+  o << " op " << i << " (" << sched_kind_name(op.kind);
   if (op.kind != SCHED_COPY) o << (IsSend(op.kind) ? " to " : " from ") << op.peer;
   o << ", " << BufName(op.buf) << "[" << op.offset << ", +" << op.count << ")";
   if (sched_is_reduce(op.kind) || op.kind == SCHED_COPY)

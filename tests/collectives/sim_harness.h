@@ -48,7 +48,6 @@ std::string Describe(const Options& o);
 bool IsSend(sched_kind_t k);
 bool IsToken(sched_kind_t k);
 bool Writes(sched_kind_t k);  // the op stores into its `buf`
-const char* KindName(sched_kind_t k);
 const char* BufName(int b);
 // "rank 2 op 5 (recv-reduce from 1, recvbuf[0, +3) src sendbuf[0], dep 4, step 2)"
 std::string OpName(const schedule_t& s, int rank, int op);
