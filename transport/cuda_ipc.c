@@ -53,6 +53,7 @@
 #include "device/device.h"
 #include "transport/shm_ring.h"
 #include "transport/transport.h"
+#include "transport/xfer_queue.h"
 
 #define ADDR_MAGIC 0x57434941u /* "WCIA" */
 #define HOST_SLOT 256          /* bytes of a host slot; also holds a handle_area_t */
@@ -311,20 +312,6 @@ static int ring_full(const ipc_conn_t *c) {
 
 /* ---- posting ------------------------------------------------------------------------------ */
 
-static void push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
-  p->next = NULL;
-  if (*tail)
-    (*tail)->next = p;
-  else
-    *head = p;
-  *tail = p;
-}
-
-static void pop(xfer_part_t **head, xfer_part_t **tail) {
-  *head = (*head)->next;
-  if (!*head) *tail = NULL;
-}
-
 static void finish(xfer_t *x) {
   x->parts_left = 0;
   x->complete = 1;
@@ -332,18 +319,10 @@ static void finish(xfer_t *x) {
 
 /* Queues one message; ptr NULL marks an in-place receive. */
 static void post(ipc_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
-  x->complete = len == 0;
-  x->parts_left = len == 0 ? 0 : 1;
-  x->data = NULL;
-  if (len == 0) return;
-  xfer_part_t *p = &x->parts[0];
-  p->owner = x;
-  p->ptr = ptr;
-  p->left = len;
   if (is_send)
-    push(&c->send_head, &c->send_tail, p);
+    xfer_queue_post(&c->send_head, &c->send_tail, ptr, len, x);
   else
-    push(&c->recv_head, &c->recv_tail, p);
+    xfer_queue_post(&c->recv_head, &c->recv_tail, ptr, len, x);
 }
 
 static weft_result_t ipc_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
@@ -436,7 +415,7 @@ static weft_result_t send_progress(ipc_conn_t *c, int *progressed) {
     c->assigned++;
     p->ptr += k;
     p->left -= k;
-    if (p->left == 0) pop(&c->send_head, &c->send_tail); /* completes when published */
+    if (p->left == 0) xfer_queue_pop(&c->send_head, &c->send_tail); /* completes when published */
     *progressed = 1;
   }
   return publish(c, progressed);
@@ -553,7 +532,7 @@ static weft_result_t recv_progress(ipc_conn_t *c, int *progressed) {
     if (!p->ptr) { /* in place: the entry stays taken until release_recv */
       x->data = dev_msg ? c->my_dev + i * c->slot_bytes : host_slot(c, ps, i);
       finish(x);
-      pop(&c->recv_head, &c->recv_tail);
+      xfer_queue_pop(&c->recv_head, &c->recv_tail);
       continue;
     }
     if (dev_msg) {
@@ -574,7 +553,7 @@ static weft_result_t recv_progress(ipc_conn_t *c, int *progressed) {
     p->ptr += k;
     p->left -= k;
     if (p->left == 0) {
-      pop(&c->recv_head, &c->recv_tail);
+      xfer_queue_pop(&c->recv_head, &c->recv_tail);
       if (!dev_msg) finish(x); /* a device one completes when its last copy is done */
     }
   }

@@ -29,6 +29,7 @@
 #include "common/spin.h"
 #include "transport/shm_ring.h"
 #include "transport/transport.h"
+#include "transport/xfer_queue.h"
 
 #define ADDR_MAGIC 0x57534841u /* "WSHA" */
 
@@ -155,37 +156,12 @@ static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_b
   return WEFT_SUCCESS;
 }
 
-static void push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
-  p->next = NULL;
-  if (*tail)
-    (*tail)->next = p;
-  else
-    *head = p;
-  *tail = p;
-}
-
-static void pop_done(xfer_part_t **head, xfer_part_t **tail) {
-  xfer_part_t *p = *head;
-  *head = p->next;
-  if (!*head) *tail = NULL;
-  p->owner->parts_left = 0;
-  p->owner->complete = 1;
-}
-
 /* Queues one message; ptr NULL marks an in-place receive. */
 static void post(shm_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
-  x->complete = len == 0;
-  x->parts_left = len == 0 ? 0 : 1;
-  x->data = NULL;
-  if (len == 0) return;
-  xfer_part_t *p = &x->parts[0];
-  p->owner = x;
-  p->ptr = ptr;
-  p->left = len;
   if (is_send)
-    push(&c->send_head, &c->send_tail, p);
+    xfer_queue_post(&c->send_head, &c->send_tail, ptr, len, x);
   else
-    push(&c->recv_head, &c->recv_tail, p);
+    xfer_queue_post(&c->recv_head, &c->recv_tail, ptr, len, x);
 }
 
 static weft_result_t shm_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
@@ -284,7 +260,7 @@ static void send_progress(shm_conn_t *c, int *progressed) {
     p->ptr += k;
     p->left -= k;
     *progressed = 1;
-    if (p->left == 0) pop_done(&c->send_head, &c->send_tail);
+    if (p->left == 0) xfer_queue_pop_done(&c->send_head, &c->send_tail);
   }
 }
 
@@ -310,7 +286,7 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
     *progressed = 1;
     if (!p->ptr) { /* in place: the slot stays taken until release_recv */
       p->owner->data = data + i * slot;
-      pop_done(&c->recv_head, &c->recv_tail);
+      xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
       continue;
     }
     memcpy(p->ptr, data + i * slot, k);
@@ -318,7 +294,7 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
     p->left -= k;
     c->freed[i] = 1;
     free_slots(c);
-    if (p->left == 0) pop_done(&c->recv_head, &c->recv_tail);
+    if (p->left == 0) xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
   }
   return WEFT_SUCCESS;
 }
