@@ -45,6 +45,10 @@ typedef struct {
   pthread_mutex_t mu;
   tracked_t *tracked;
   size_t ntracked, cap;
+  /* Gates entered and not yet opened. While one is closed, freeing memory would wait for the
+   * device, the held user stream included, and so for the very call that opens the gate:
+   * release() and ipc_close() then leave the memory tracked, and close() frees it. */
+  int gates_closed;
 } cuda_engine_t;
 
 /* A queue: a non-blocking stream, and its fences as a FIFO of recorded events. The stream runs in
@@ -147,11 +151,12 @@ static weft_result_t track(cuda_engine_t *e, void *p, track_t what) {
   return res;
 }
 
-/* 1 if p was tracked as `what` (and is no longer). */
+/* 1 if p was tracked as `what` (and is no longer). 0 also while a gate is closed: then p stays
+ * tracked, to be freed by close() (see gates_closed). */
 static int untrack(cuda_engine_t *e, const void *p, track_t what) {
   int found = 0;
   pthread_mutex_lock(&e->mu);
-  for (size_t i = 0; i < e->ntracked; i++) {
+  for (size_t i = 0; i < e->ntracked && e->gates_closed == 0; i++) {
     if (e->tracked[i].p == p && e->tracked[i].what == what) {
       e->tracked[i] = e->tracked[--e->ntracked];
       found = 1;
@@ -485,9 +490,16 @@ static weft_result_t cu_gate_enter(dev_engine_t *base, void *user_stream, dev_ga
     res = CUDA_FAIL(rc, "cudaEventCreateWithFlags for a stream gate");
     goto fail;
   }
+  /* Counted before the stream can block: no memory is freed from here on. */
+  pthread_mutex_lock(&e->mu);
+  e->gates_closed++;
+  pthread_mutex_unlock(&e->mu);
   rc = cudaEventRecord(g->inputs, s);
   if (rc == cudaSuccess) rc = cudaLaunchHostFunc(s, gate_host_fn, g);
   if (rc != cudaSuccess) {
+    pthread_mutex_lock(&e->mu);
+    e->gates_closed--;
+    pthread_mutex_unlock(&e->mu);
     res = CUDA_FAIL(rc,
                     "holding the user's stream %p for a call (cudaEventRecord, "
                     "cudaLaunchHostFunc)",
@@ -527,11 +539,15 @@ static void cu_gate_open(dev_gate_t *g) {
    * Destroying a recorded event is safe even if the stream has not reached it yet. */
   if (use_device(g->e) == WEFT_SUCCESS) cudaEventDestroy(g->inputs);
   (void)cudaGetLastError();
+  cuda_engine_t *e = g->e;
   pthread_mutex_lock(&g->mu);
   g->opened = 1;
   pthread_cond_broadcast(&g->cv);
   pthread_mutex_unlock(&g->mu);
   gate_unref(g);
+  pthread_mutex_lock(&e->mu);
+  e->gates_closed--;
+  pthread_mutex_unlock(&e->mu);
 }
 
 static weft_result_t cu_stream_create(dev_engine_t *base, void **stream) {
@@ -674,6 +690,10 @@ weft_result_t cuda_engine_open(dev_engine_t **out) {
   /* Creates the context now, so that a broken driver or a device in exclusive use by another
    * process fails here and not in the middle of the first collective. */
   CUDA_CHECK(cudaFree(NULL), "initializing device %d", device);
+  /* Every kernel is loaded now: a kernel loaded lazily at its first launch would wait for the
+   * device to go idle, and a user stream held by a gate (below) keeps it busy until the very
+   * call that launches the kernel finishes. */
+  WEFT_CHECK(kern_cuda_load_all());
   cuda_engine_t *e = calloc(1, sizeof *e);
   if (!e) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating the engine");
   e->base.ops = &cuda_ops;

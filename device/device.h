@@ -51,6 +51,9 @@ typedef struct dev_ops {
   /* Device memory (host_pinned = 0) or pinned host memory that device work reads and writes
    * directly (host_pinned = 1). Freed by release() with the same flag. */
   weft_result_t (*alloc)(dev_engine_t *e, size_t bytes, int host_pinned, void **out);
+  /* Never waits for device work. CUDA frees memory only once the whole device is idle, which a
+   * user stream held by a gate (below) is not until the call holding it ends: memory released
+   * while any gate is closed is freed by close() instead. ipc_close() likewise. */
   void (*release)(dev_engine_t *e, void *p, int host_pinned);
 
   /* ---- queues of device work ---- */

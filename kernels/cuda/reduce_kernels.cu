@@ -414,6 +414,39 @@ cudaError_t launch_copy(void *dst, const void *src, size_t bytes, cudaStream_t s
   return cudaGetLastError();
 }
 
+/* Asking for a kernel's attributes loads it: with lazy loading (CUDA_MODULE_LOADING=LAZY, the
+ * default since CUDA 12.2) a kernel is otherwise loaded at its first launch, and loading waits
+ * for the whole device, so a first launch behind a user stream that weft's gate holds never
+ * returns. */
+template <class D, int K, int kInputs, bool kTwoOut>
+cudaError_t load_reduce() {
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, reduce_kernel<D, K, kInputs, kTwoOut>);
+}
+
+template <typename W>
+cudaError_t load_copy() {
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, copy_kernel<W>);
+}
+
+/* Every reduce kernel of one dtype: each kind with one output and with two, and the scale. */
+template <class D>
+cudaError_t load_dtype() {
+  cudaError_t err = load_reduce<D, kScale, 1, false>();
+  for (int kind = kSum; kind < kScale && err == cudaSuccess; kind++)
+    err = with_kind(kind, [](auto k) {
+      constexpr int K = decltype(k)::value;
+      if constexpr (K == kScale) {
+        return cudaSuccess; /* loaded above, with its one input */
+      } else {
+        cudaError_t e = load_reduce<D, K, 2, false>();
+        return e != cudaSuccess ? e : load_reduce<D, K, 2, true>();
+      }
+    });
+  return err;
+}
+
 }  // namespace
 
 extern "C" weft_result_t kern_cuda_reduce(void *dst, const void *local, const void *incoming,
@@ -480,5 +513,18 @@ extern "C" weft_result_t kern_cuda_scale_avg(void *dst, const void *src, size_t 
     snprintf(msg, sizeof msg, "cuda scale_avg (%s, %zu elements)", kDtypeNames[dtype], n);
     return cuda_fail(msg, err);
   }
+  return WEFT_SUCCESS;
+}
+
+extern "C" weft_result_t kern_cuda_load_all(void) {
+  cudaError_t err = cudaSuccess;
+  for (int d = 0; d < WEFT_NUM_DTYPES && err == cudaSuccess; d++)
+    err = with_dtype((weft_dtype_t)d, [](auto dt) { return load_dtype<decltype(dt)>(); });
+  if (err == cudaSuccess) err = load_copy<uint4>();
+  if (err == cudaSuccess) err = load_copy<uint2>();
+  if (err == cudaSuccess) err = load_copy<uint32_t>();
+  if (err == cudaSuccess) err = load_copy<uint16_t>();
+  if (err == cudaSuccess) err = load_copy<uint8_t>();
+  if (err != cudaSuccess) return cuda_fail("loading the reduce and copy kernels", err);
   return WEFT_SUCCESS;
 }

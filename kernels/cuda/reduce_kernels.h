@@ -54,6 +54,11 @@ weft_result_t kern_cuda_copy(void *dst, const void *src, size_t bytes, void *str
 weft_result_t kern_cuda_scale_avg(void *dst, const void *src, size_t n, weft_dtype_t dtype,
                                   int nranks, void *stream);
 
+/* Loads every kernel above onto the current device now. Call it once per device before any
+ * collective can hold a user stream: under lazy module loading a kernel's first launch waits for
+ * the whole device, including a stream that weft holds until that very kernel has run. */
+weft_result_t kern_cuda_load_all(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,7 @@ extern char **environ;
 namespace {
 
 const char kIpcChildEnv[] = "WEFT_DEVICE_TEST_IPC_CHILD";
+const char kGateChildEnv[] = "WEFT_DEVICE_TEST_GATE_CHILD";
 
 size_t DtypeSize(int d) {
   static const size_t sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
@@ -320,15 +321,19 @@ TEST_P(EngineContract, InvalidReduceIsReported) {
 
 // Work the stream had before gate_enter is the call's input: gate_wait_inputs returns once it is
 // done. Work after it waits until gate_open.
+// The user's buffers are device memory, as a framework's are: CUDA runs a copy between two host
+// buffers on the calling thread once the stream has reached it, so a host-to-host copy enqueued
+// behind a closed gate would wait for the gate in the test itself.
 TEST_P(EngineContract, GateHoldsLaterWorkUntilOpened) {
   const size_t bytes = 1 << 20;
-  uint8_t *in = (uint8_t *)Alloc(bytes, 1), *mid = (uint8_t *)Alloc(bytes, 1);
-  uint8_t *out = (uint8_t *)Alloc(bytes, 1);
+  uint8_t *in = (uint8_t *)Alloc(bytes, 1), *mid = (uint8_t *)Alloc(bytes, 0);
+  uint8_t *out = (uint8_t *)Alloc(bytes, 0);
   ASSERT_TRUE(in && mid && out);
   std::vector<uint8_t> pat = Pattern(bytes, 5, 9);
+  std::vector<uint8_t> zeros(bytes, 0), got(bytes);
   memcpy(in, pat.data(), bytes);
-  memset(mid, 0, bytes);
-  memset(out, 0, bytes);
+  FromHost(mid, zeros.data(), bytes);
+  FromHost(out, zeros.data(), bytes);
   void *s = nullptr;
   ASSERT_OK(ops_->stream_create(e_, &s));
   ASSERT_OK(GetParam().user_copy(e_, s, mid, in, bytes));  // the call's input
@@ -338,13 +343,15 @@ TEST_P(EngineContract, GateHoldsLaterWorkUntilOpened) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "gate_enter blocked";
   ASSERT_OK(GetParam().user_copy(e_, s, out, mid, bytes));  // the user's work after the call
   ASSERT_OK(ops_->gate_wait_inputs(g, kWaitMs));
-  EXPECT_EQ(0, memcmp(pat.data(), mid, bytes)) << "inputs not ready after gate_wait_inputs";
+  ToHost(got.data(), mid, bytes);
+  EXPECT_TRUE(got == pat) << "inputs not ready after gate_wait_inputs";
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::vector<uint8_t> zeros(bytes, 0);
-  EXPECT_EQ(0, memcmp(zeros.data(), out, bytes)) << "the stream ran past a closed gate";
+  ToHost(got.data(), out, bytes);
+  EXPECT_TRUE(got == zeros) << "the stream ran past a closed gate";
   ops_->gate_open(g);
   ASSERT_OK(ops_->stream_sync(e_, s, kWaitMs));
-  EXPECT_EQ(0, memcmp(pat.data(), out, bytes));
+  ToHost(got.data(), out, bytes);
+  EXPECT_TRUE(got == pat);
   ops_->stream_destroy(e_, s);
 }
 
@@ -441,7 +448,107 @@ bool FromHex(const char *s, unsigned char *b, size_t n) {
 
 const size_t kIpcBytes = (1 << 20) + 100;
 
+// Runs this test program again with `env` ("NAME=value") added: a new program, not a bare fork (a
+// CUDA context does not survive fork(), and the emulation is held to the same rule). "" when it
+// exits 0 within timeout_s, else what went wrong.
+std::string RunSelf(const std::string &env, int timeout_s) {
+  std::string name = env.substr(0, env.find('='));
+  std::vector<char *> envp;
+  for (char **v = environ; *v; v++)
+    if (strncmp(*v, name.c_str(), name.size()) != 0 || (*v)[name.size()] != '=') envp.push_back(*v);
+  std::string copy = env;
+  envp.push_back(&copy[0]);
+  envp.push_back(nullptr);
+  char exe[] = "/proc/self/exe";
+  char *argv[] = {exe, nullptr};
+  pid_t pid;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()) != 0)
+    return "posix_spawn failed";
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return "the child process did not finish in " + std::to_string(timeout_s) + " s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!WIFEXITED(status)) return "the child process ended with status " + std::to_string(status);
+  if (WEXITSTATUS(status) != 0)
+    return "the child process exited " + std::to_string(WEXITSTATUS(status)) +
+           " (its stderr says where)";
+  return "";
+}
+
 }  // namespace
+
+// The child of WorkRunsWhileAGateHoldsAStream, in a fresh process, so that nothing has run on
+// the device before: a gate holds a user stream, and meanwhile every reduction (each dtype and
+// op, one output and two) and a copy run on a queue and finish, and memory is allocated and
+// released. Under CUDA's lazy module loading
+// a kernel's first launch waits for the device to go idle, which a held stream prevents: that
+// launch must not be the first. Exit codes say which step failed.
+int GateChildMain(const char *name) {
+  dev_engine_t *e = nullptr;
+  if (dev_engine_open(name, &e) != WEFT_SUCCESS) {
+    fprintf(stderr, "gate child: open %s: %s\n", name, err_last());
+    return 20;
+  }
+  const dev_ops_t *o = e->ops;
+  const size_t n = 4099;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr, *s = nullptr;
+  dev_queue_t *q = nullptr;
+  dev_gate_t *g = nullptr;
+  int rc = 0;
+  if (o->alloc(e, n * 8, 0, &a) || o->alloc(e, n * 8, 0, &b) || o->alloc(e, n * 8, 0, &c) ||
+      o->alloc(e, n * 8, 0, &d) || o->queue_create(e, &q) || o->stream_create(e, &s)) {
+    fprintf(stderr, "gate child: setup: %s\n", err_last());
+    rc = 21;
+  } else if (o->gate_enter(e, s, &g) || o->gate_wait_inputs(g, kWaitMs)) {
+    fprintf(stderr, "gate child: gate: %s\n", err_last());
+    rc = 22;
+  }
+  for (int dt = 0; rc == 0 && dt < WEFT_NUM_DTYPES; dt++)
+    for (int op = 0; rc == 0 && op < WEFT_NUM_OPS; op++)
+      for (int two = 0; rc == 0 && two < 2; two++)
+        if (o->reduce(q, a, two ? d : nullptr, b, c, n, (weft_dtype_t)dt, (weft_op_t)op,
+                      op == WEFT_AVG ? 3 : 0) != WEFT_SUCCESS) {
+          fprintf(stderr, "gate child: reduce: %s\n", err_last());
+          rc = 23;
+        }
+  if (rc == 0 && (o->copy(q, a, (char *)b + 1, n * 8 - 1) || o->copy(q, c, d, n * 8))) {
+    fprintf(stderr, "gate child: copy: %s\n", err_last());
+    rc = 24;
+  }
+  if (rc == 0 && o->drain(q, kWaitMs) != WEFT_SUCCESS) {
+    fprintf(stderr, "gate child: the work did not finish behind a closed gate: %s\n", err_last());
+    rc = 25;
+  }
+  // Memory released while the gate is closed (a connection torn down by a failed call): CUDA
+  // frees memory only once the whole device is idle, so release must not free it now.
+  void *pinned = nullptr;
+  if (rc == 0 && o->alloc(e, 4096, 1, &pinned) != WEFT_SUCCESS) {
+    fprintf(stderr, "gate child: alloc behind a closed gate: %s\n", err_last());
+    rc = 27;
+  }
+  if (pinned) o->release(e, pinned, 1);
+  if (c) o->release(e, c, 0);
+  c = nullptr;
+  fprintf(stderr, "gate child: released memory behind a closed gate\n");
+  if (g) o->gate_open(g);
+  if (s && o->stream_sync(e, s, kWaitMs) != WEFT_SUCCESS && rc == 0) rc = 26;
+  if (s) o->stream_destroy(e, s);
+  if (q) o->queue_destroy(q);
+  for (void *p : {a, b, c, d})
+    if (p) o->release(e, p, 0);
+  dev_engine_close(e);
+  return rc;
+}
+
+TEST_P(EngineContract, WorkRunsWhileAGateHoldsAStream) {
+  EXPECT_EQ("", RunSelf(std::string(kGateChildEnv) + "=" + GetParam().name, 60));
+}
 
 // The child: imports the parent's allocation, checks what the parent wrote, writes its own
 // pattern. Exit codes say which step failed.
@@ -498,31 +605,10 @@ TEST_P(EngineContract, IpcAcrossProcesses) {
   dev_ipc_handle_t h;
   ASSERT_OK(ops_->ipc_export(e_, dev, kIpcBytes, &h));
 
-  // A new program, not a bare fork: a CUDA context does not survive fork(), and the emulation is
-  // held to the same rule.
-  std::string env =
-      std::string(kIpcChildEnv) + "=" + GetParam().name + " " + ToHex(h.bytes, sizeof h.bytes);
-  std::vector<char *> envp;
-  for (char **v = environ; *v; v++)
-    if (strncmp(*v, kIpcChildEnv, sizeof kIpcChildEnv - 1) != 0) envp.push_back(*v);
-  envp.push_back(&env[0]);
-  envp.push_back(nullptr);
-  char exe[] = "/proc/self/exe";
-  char *argv[] = {exe, nullptr};
-  pid_t pid;
-  ASSERT_EQ(0, posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()));
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      FAIL() << "the importing process did not finish in 60 s";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
-  ASSERT_EQ(0, WEXITSTATUS(status)) << "the importing process failed (its stderr says where)";
+  ASSERT_EQ("", RunSelf(std::string(kIpcChildEnv) + "=" + GetParam().name + " " +
+                           ToHex(h.bytes, sizeof h.bytes),
+                       60))
+      << "(the importing process)";
   std::vector<uint8_t> got(kIpcBytes);
   ToHost(got.data(), dev, kIpcBytes);
   EXPECT_TRUE(got == Pattern(kIpcBytes, 13, 5)) << "the child's writes are not visible here";
@@ -552,6 +638,8 @@ TEST_P(EngineContract, CloseFreesWhatWasLeftOpen) {
 int main(int argc, char **argv) {
   const char *spec = getenv(kIpcChildEnv);
   if (spec) return IpcChildMain(spec);
+  const char *gate = getenv(kGateChildEnv);
+  if (gate) return GateChildMain(gate);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -51,5 +51,7 @@ constexpr int kWaitMs = 10000;
 
 // The child side of the IPC test (contract.cc's main runs it when the environment asks).
 int IpcChildMain(const char *spec);
+// The child side of WorkRunsWhileAGateHoldsAStream (engine name).
+int GateChildMain(const char *name);
 
 #endif  // WEFT_TESTS_DEVICE_CONTRACT_H_
