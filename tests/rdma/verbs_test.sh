@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# verbs_test.sh -- the RDMA verbs tier: one boot of scripts/rdma-vm.sh, two VMs with two ranks
+# each, runs vm_checks.sh on every rank; this script then wants every check's "ok" line from
+# every rank that takes part, names each check that failed or never reported, and finds nothing
+# left behind. Passes with SKIP where qemu cannot run.
+#
+#   verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST]
+set -uo pipefail
+
+usage="usage: verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST]"
+script=${1:?$usage}
+# The guests see this machine's root at the same paths: absolute ones work inside.
+checks=$(realpath "${2:?$usage}")
+rank_bin=$(realpath "${3:?$usage}")
+ib_test=""
+[ -n "${4:-}" ] && ib_test=$(realpath "$4")
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+tmp=${TMPDIR:-/tmp}
+leftovers() {
+  ls -d "$tmp"/weft-rdma-vm.* 2>/dev/null
+  pgrep -f 'qemu-system.*weft_run=' 2>/dev/null
+}
+before=$(leftovers)
+
+# Every check and the launcher ranks that report it (vm_checks.sh says which run it).
+expected=(
+  "matrix4 0 1 2 3"
+  "matrix3 0 1 2"
+  "matrix2 0 2"
+  "hier 0 1 2 3"
+  "ib-hca 0 1 2 3"
+  "auto-hca 0 1 2 3"
+  "kill 0 1 2 3"
+  "vanish 0 2"
+)
+[ -n "$ib_test" ] && expected=("transport 0" "${expected[@]}")
+
+t0=$EPOCHREALTIME
+# 10 minutes at most, boot included; about 3 on two idle cores.
+out=$(WEFT_JOB_ID=verbs-test "$script" --hosts 2 --ranks-per-host 2 --timeout 600 -- \
+  bash "$checks" "$rank_bin" $ib_test 2>&1)
+rc=$?
+took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+echo "$out"
+echo "verbs_test: rdma-vm.sh exited with status $rc after $took s"
+if grep -q "^SKIP:" <<<"$out"; then
+  [ "$rc" -eq 0 ] || fail "SKIP with exit status $rc"
+  exit "$failures"
+fi
+# vm_checks.sh always exits 0: anything else is a VM that did not boot, or --timeout.
+[ "$rc" -eq 0 ] || fail "rdma-vm.sh: exit status $rc (a VM did not boot, or the run timed out)"
+
+for e in "${expected[@]}"; do
+  read -r name ranks <<<"$e"
+  for r in $ranks; do
+    line=$(grep -E "^\[rank $r\] (ok|FAIL) $name[: ]" <<<"$out" | head -1)
+    case "$line" in
+      "[rank $r] ok "*) ;;
+      "") fail "check $name, rank $r: never reported (see the output above)" ;;
+      *) fail "check $name, rank $r:${line#*FAIL $name:}" ;;
+    esac
+  done
+done
+
+after=$(leftovers)
+[ "$after" = "$before" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"
+
+[ "$failures" -eq 0 ] && echo "PASS"
+exit "$failures"
