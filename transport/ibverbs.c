@@ -1,9 +1,9 @@
 /* ibverbs.c -- the RDMA verbs transport: a reliable-connected queue pair per peer, slices written
  * straight into the receiver's registered slots.
  *
- * Setup. Every rank opens the first active port WEFT_IB_HCA allows (InfiniBand: addressed by LID;
- * RoCE: by the GID WEFT_IB_GID_INDEX picks, by default the RoCE v2 GID of the address the rank
- * advertises) and publishes the address of a side channel: a TCP transport of one socket per peer,
+ * Setup. Every rank opens the first active port WEFT_IB_HCA allows (ib_device.c; InfiniBand:
+ * addressed by LID; RoCE: by the GID WEFT_IB_GID_INDEX picks, by default the RoCE v2 GID of the
+ * address the rank advertises) and publishes the address of a side channel: a TCP transport of one socket per peer,
  * embedded here. connect() opens the side connection (tcp.c decides who connects and who accepts,
  * and keeps accepting other peers while it waits) and sends this end's queue pair number, PSN,
  * LID, GID, MTU, and where its receive slots and credit word are registered. The rest runs in
@@ -47,6 +47,7 @@
 #include "common/error.h"
 #include "common/net.h"
 #include "common/spin.h"
+#include "transport/ib_device.h"
 #include "transport/ibv_wrap.h"
 #include "transport/transport.h"
 #include "transport/xfer_queue.h"
@@ -107,13 +108,7 @@ typedef struct ib_transport {
   const weft_config_t *cfg;
   weft_config_t side_cfg; /* the communicator's, with one socket per peer */
   transport_t *side;      /* the embedded TCP transport */
-  const ibvw_lib_t *lib;
-  struct ibv_context *ctx;
-  struct ibv_pd *pd;
-  char dev_name[IBVW_NAME_MAX];
-  int port, link_layer, gid_index, mtu; /* mtu: the port's active MTU (enum ibv_mtu) */
-  uint16_t lid;
-  union ibv_gid gid;
+  ib_device_t dev;
 } ib_transport_t;
 
 enum { CONN_INFO, CONN_RTS, CONN_READY }; /* waiting for the peer's data, its ready byte; ready */
@@ -166,138 +161,6 @@ static uint64_t load_credit(const ib_conn_t *c) {
   return __atomic_load_n(c->credit, __ATOMIC_ACQUIRE);
 }
 
-/* ---- the device ------------------------------------------------------------------------------ */
-
-static uint32_t advertised_ipv4(const void *bootstrap_addr) {
-  if (!bootstrap_addr) return 0;
-  const net_addr_t *a = bootstrap_addr;
-  if (a->ss.ss_family == AF_INET) return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr;
-  if (a->ss.ss_family == AF_INET6) {
-    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)&a->ss)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(v6)) {
-      uint32_t v4;
-      memcpy(&v4, v6->s6_addr + 12, 4);
-      return v4;
-    }
-  }
-  return 0;
-}
-
-/* sysfs's word on a GID's type, for libraries without ibv_query_gid_ex. */
-static int sysfs_gid_type(const char *dev, int port, int index) {
-  char path[256], text[32] = "";
-  snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%d", dev, port,
-           index);
-  FILE *f = fopen(path, "r");
-  if (!f) return IBVW_GID_IB_ROCE_V1;
-  if (!fgets(text, sizeof text, f)) text[0] = '\0';
-  fclose(f);
-  return ibvw_gid_type_parse(text);
-}
-
-static int gid_zero(const uint8_t *g) {
-  for (int i = 0; i < 16; i++)
-    if (g[i]) return 0;
-  return 1;
-}
-
-/* The valid GIDs of the port, with their types. */
-static int read_gids(ib_transport_t *t, int table_len, ibvw_gid_t *out, int cap) {
-  int n = 0;
-  for (int i = 0; i < table_len && n < cap; i++) {
-    ibvw_gid_t g = {.index = i};
-    if (t->lib->query_gid_ex) {
-      struct ibv_gid_entry e;
-      if (t->lib->query_gid_ex(t->ctx, (uint32_t)t->port, (uint32_t)i, &e, 0, sizeof e)) continue;
-      memcpy(g.gid, e.gid.raw, 16);
-      g.type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? IBVW_GID_ROCE_V2 : IBVW_GID_IB_ROCE_V1;
-    } else {
-      union ibv_gid raw;
-      if (t->lib->query_gid(t->ctx, (uint8_t)t->port, i, &raw)) continue;
-      memcpy(g.gid, raw.raw, 16);
-      g.type = sysfs_gid_type(t->dev_name, t->port, i);
-    }
-    if (!gid_zero(g.gid)) out[n++] = g;
-  }
-  return n;
-}
-
-static weft_result_t choose_gid(ib_transport_t *t, int table_len, uint32_t ipv4) {
-  int forced = t->cfg->ib_gid_index;
-  if (t->link_layer != IBV_LINK_LAYER_ETHERNET) {
-    /* InfiniBand within a subnet is addressed by LID; the GID is kept for completeness only. */
-    t->gid_index = forced >= 0 ? forced : 0;
-    if (t->lib->query_gid(t->ctx, (uint8_t)t->port, t->gid_index, &t->gid))
-      memset(&t->gid, 0, sizeof t->gid);
-    return WEFT_SUCCESS;
-  }
-  ibvw_gid_t gids[256];
-  int n = read_gids(t, table_len, gids, 256);
-  int pick = ibvw_gid_pick(gids, n, ipv4, forced);
-  if (pick < 0)
-    return forced >= 0
-               ? WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                          "WEFT_IB_GID_INDEX=%d: %s port %d has no valid GID there (%d valid)",
-                          forced, t->dev_name, t->port, n)
-               : WEFT_ERR(WEFT_ERR_UNSUPPORTED, "%s port %d has no valid GID (no IP address?)",
-                          t->dev_name, t->port);
-  t->gid_index = pick;
-  for (int i = 0; i < n; i++)
-    if (gids[i].index == pick) memcpy(t->gid.raw, gids[i].gid, 16);
-  return WEFT_SUCCESS;
-}
-
-/* Opens the first active port WEFT_IB_HCA allows; `seen` collects what was passed over. */
-static weft_result_t open_port(ib_transport_t *t, const ibvw_hca_list_t *hca, char *seen,
-                               size_t cap, int *table_len) {
-  int ndev = 0;
-  struct ibv_device **list = t->lib->get_device_list(&ndev);
-  if (!list || ndev == 0) {
-    if (list) t->lib->free_device_list(list);
-    return WEFT_ERR(WEFT_ERR_UNSUPPORTED, "no RDMA device");
-  }
-  size_t used = 0;
-  seen[0] = '\0';
-  for (int d = 0; d < ndev && !t->ctx; d++) {
-    const char *name = t->lib->get_device_name(list[d]);
-    if (!name) continue;
-    struct ibv_context *ctx = t->lib->open_device(list[d]);
-    struct ibv_device_attr da;
-    if (!ctx || t->lib->query_device(ctx, &da)) {
-      if (used < cap) used += (size_t)snprintf(seen + used, cap - used, " %s (cannot open)", name);
-      if (ctx) t->lib->close_device(ctx);
-      continue;
-    }
-    for (int p = 1; p <= da.phys_port_cnt && !t->ctx; p++) {
-      struct ibv_port_attr pa;
-      const char *state = NULL;
-      if (!ibvw_hca_match(hca, name, p))
-        state = "left out by WEFT_IB_HCA";
-      else if (ibvw_query_port(t->lib, ctx, (uint8_t)p, &pa))
-        state = "cannot query";
-      else if (pa.state != IBV_PORT_ACTIVE)
-        state = "not active";
-      if (state) {
-        if (used < cap)
-          used += (size_t)snprintf(seen + used, cap - used, " %s:%d (%s)", name, p, state);
-        continue;
-      }
-      t->ctx = ctx;
-      t->port = p;
-      t->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_ETHERNET
-                                                               : IBV_LINK_LAYER_INFINIBAND;
-      t->lid = pa.lid;
-      t->mtu = pa.active_mtu;
-      *table_len = pa.gid_tbl_len;
-      snprintf(t->dev_name, sizeof t->dev_name, "%s", name);
-    }
-    if (!t->ctx) t->lib->close_device(ctx);
-  }
-  t->lib->free_device_list(list);
-  if (!t->ctx) return WEFT_ERR(WEFT_ERR_UNSUPPORTED, "no active RDMA port:%s", seen);
-  return WEFT_SUCCESS;
-}
-
 static void ib_destroy(transport_t *base) {
   ib_transport_t *t = (ib_transport_t *)base;
   if (!t) return;
@@ -305,8 +168,7 @@ static void ib_destroy(transport_t *base) {
     t->side->aborting = t->base.aborting;
     t->side->ops->destroy(t->side);
   }
-  if (t->pd) t->lib->dealloc_pd(t->pd);
-  if (t->ctx) t->lib->close_device(t->ctx);
+  ib_device_close(&t->dev);
   free(t);
 }
 
@@ -324,19 +186,12 @@ static weft_result_t ib_create(const transport_params_t *p, transport_t **out) {
   t->rank = p->rank;
   t->nranks = p->nranks;
   t->cfg = p->config;
-  t->lib = lib;
   t->side_cfg = *p->config;
   t->side_cfg.nsocks = 1;
-  char seen[512];
-  int table_len = 0;
   weft_result_t res;
-  WEFT_CHECK_GOTO(open_port(t, &hca, seen, sizeof seen, &table_len), res, fail);
-  WEFT_CHECK_GOTO(choose_gid(t, table_len, advertised_ipv4(p->bootstrap_addr)), res, fail);
-  t->pd = lib->alloc_pd(t->ctx);
-  if (!t->pd) {
-    res = WEFT_ERR(WEFT_ERR_SYSTEM, "%s: ibv_alloc_pd: %s", t->dev_name, strerror(errno));
-    goto fail;
-  }
+  WEFT_CHECK_GOTO(ib_device_open(lib, &hca, p->config->ib_gid_index,
+                                 ib_advertised_ipv4(p->bootstrap_addr), &t->dev),
+                  res, fail);
   transport_params_t sp = *p;
   sp.config = &t->side_cfg;
   WEFT_CHECK_GOTO(tcp_transport_ops.create(&sp, &t->side), res, fail);
@@ -353,22 +208,19 @@ static void ib_local_addr(const transport_t *base, void *blob) {
   memset(&a, 0, sizeof a);
   t->side->ops->local_addr(t->side, &a.side);
   a.magic = ADDR_MAGIC;
-  a.link_layer = (uint8_t)t->link_layer;
-  a.port = (uint8_t)t->port;
+  a.link_layer = (uint8_t)t->dev.link_layer;
+  a.port = (uint8_t)t->dev.port;
   memcpy(blob, &a, sizeof a);
 }
 
 void ibverbs_describe(const transport_t *base, char *buf, size_t cap) {
-  const ib_transport_t *t = (const ib_transport_t *)base;
-  snprintf(buf, cap, "%s port %d, GID index %d, MTU %d (%s)", t->dev_name, t->port, t->gid_index,
-           ibvw_mtu_bytes(t->mtu),
-           t->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+  ib_device_describe(&((const ib_transport_t *)base)->dev, buf, cap);
 }
 
 /* ---- connections ----------------------------------------------------------------------------- */
 
 static void conn_free(ib_conn_t *c, int abortive) {
-  const ibvw_lib_t *lib = c->t->lib;
+  const ibvw_lib_t *lib = c->t->dev.lib;
   if (c->qp) lib->destroy_qp(c->qp);
   if (c->cq) lib->destroy_cq(c->cq);
   if (c->mr) lib->dereg_mr(c->mr);
@@ -393,7 +245,7 @@ static weft_result_t post_recv_wr(ib_conn_t *c) {
 /* Memory, registration, completion queue and queue pair (in INIT, receives posted). */
 static weft_result_t setup(ib_conn_t *c) {
   ib_transport_t *t = c->t;
-  const ibvw_lib_t *lib = t->lib;
+  const ibvw_lib_t *lib = t->dev.lib;
   c->n = t->cfg->shm_slots;
   c->slot = t->cfg->slice_bytes;
   size_t data = (size_t)c->n * c->slot;
@@ -413,14 +265,15 @@ static weft_result_t setup(ib_conn_t *c) {
   c->tx = c->mem + data;
   c->credit = (uint64_t *)(c->mem + 2 * data);
   c->credit_src = c->credit + 1;
-  c->mr = lib->reg_mr(t->pd, c->mem, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  c->mr = lib->reg_mr(t->dev.pd, c->mem, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!c->mr)
     return WEFT_ERR(WEFT_ERR_SYSTEM,
                     "registering %zu bytes for rank %d on %s: %s (is the locked-memory limit, "
                     "ulimit -l, large enough?)",
-                    bytes, c->base.peer, t->dev_name, strerror(errno));
-  int send_depth = c->n + CREDIT_WRITES + 1, recv_depth = c->n + 1;
-  c->cq = lib->create_cq(t->ctx, send_depth + recv_depth, NULL, NULL, 0);
+                    bytes, c->base.peer, t->dev.name, strerror(errno));
+  size_t parts = (c->slot + t->dev.max_msg - 1) / t->dev.max_msg; /* writes per slot */
+  int send_depth = c->n * (int)(parts ? parts : 1) + CREDIT_WRITES + 1, recv_depth = c->n + 1;
+  c->cq = lib->create_cq(t->dev.ctx, send_depth + recv_depth, NULL, NULL, 0);
   if (!c->cq)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "creating a completion queue for rank %d: %s", c->base.peer,
                     strerror(errno));
@@ -433,13 +286,13 @@ static weft_result_t setup(ib_conn_t *c) {
               .max_recv_sge = 1},
       .qp_type = IBV_QPT_RC,
   };
-  c->qp = lib->create_qp(t->pd, &qa);
+  c->qp = lib->create_qp(t->dev.pd, &qa);
   if (!c->qp)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "creating a queue pair for rank %d: %s", c->base.peer,
                     strerror(errno));
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
                           .pkey_index = 0,
-                          .port_num = (uint8_t)t->port,
+                          .port_num = (uint8_t)t->dev.port,
                           .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
   int rc = lib->modify_qp(c->qp, &a,
                           IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -452,7 +305,7 @@ static weft_result_t setup(ib_conn_t *c) {
 
 static weft_result_t to_rts(ib_conn_t *c, const ib_info_t *peer, uint32_t psn) {
   ib_transport_t *t = c->t;
-  int mtu = t->mtu < peer->mtu ? t->mtu : peer->mtu;
+  int mtu = t->dev.mtu < peer->mtu ? t->dev.mtu : peer->mtu;
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
                           .path_mtu = (enum ibv_mtu)mtu,
                           .dest_qp_num = peer->qpn,
@@ -460,14 +313,14 @@ static weft_result_t to_rts(ib_conn_t *c, const ib_info_t *peer, uint32_t psn) {
                           .max_dest_rd_atomic = 1,
                           .min_rnr_timer = 12};
   a.ah_attr.dlid = peer->lid;
-  a.ah_attr.port_num = (uint8_t)t->port;
-  if (t->link_layer == IBV_LINK_LAYER_ETHERNET) {
+  a.ah_attr.port_num = (uint8_t)t->dev.port;
+  if (t->dev.link_layer == IBV_LINK_LAYER_ETHERNET) {
     a.ah_attr.is_global = 1;
     memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-    a.ah_attr.grh.sgid_index = (uint8_t)t->gid_index;
+    a.ah_attr.grh.sgid_index = (uint8_t)t->dev.gid_index;
     a.ah_attr.grh.hop_limit = 64;
   }
-  int rc = t->lib->modify_qp(c->qp, &a,
+  int rc = t->dev.lib->modify_qp(c->qp, &a,
                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   if (rc)
@@ -482,7 +335,7 @@ static weft_result_t to_rts(ib_conn_t *c, const ib_info_t *peer, uint32_t psn) {
   a.rnr_retry = 7;
   a.sq_psn = psn;
   a.max_rd_atomic = 1;
-  rc = t->lib->modify_qp(c->qp, &a,
+  rc = t->dev.lib->modify_qp(c->qp, &a,
                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                              IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
   if (rc)
@@ -502,10 +355,10 @@ static weft_result_t start_handshake(ib_conn_t *c) {
   m->qpn = c->qp->qp_num;
   m->psn =
       (uint32_t)(clock_now_ns() ^ ((uint64_t)t->rank << 8) ^ (uint64_t)c->base.peer) & 0xffffff;
-  m->lid = t->lid;
-  m->mtu = (uint8_t)t->mtu;
-  m->link_layer = (uint8_t)t->link_layer;
-  memcpy(m->gid, t->gid.raw, 16);
+  m->lid = t->dev.lid;
+  m->mtu = (uint8_t)t->dev.mtu;
+  m->link_layer = (uint8_t)t->dev.link_layer;
+  memcpy(m->gid, t->dev.gid.raw, 16);
   m->nslots = (uint32_t)c->n;
   m->slot_bytes = c->slot;
   m->rx_addr = (uintptr_t)c->rx;
@@ -530,9 +383,9 @@ static weft_result_t accept_info(ib_conn_t *c) {
                     "rank %d has %u slots of %llu bytes on a %s port, this rank %u of %llu on a %s "
                     "port (WEFT_SHM_SLOTS and WEFT_SLICE_BYTES must agree)",
                     c->base.peer, peer->nslots, (unsigned long long)peer->slot_bytes,
-                    peer->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
+                    ib_link_layer_name(peer->link_layer),
                     mine->nslots, (unsigned long long)mine->slot_bytes,
-                    mine->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+                    ib_link_layer_name(mine->link_layer));
   c->remote_rx = peer->rx_addr;
   c->remote_rx_rkey = peer->rx_rkey;
   c->remote_credit = peer->credit_addr;
@@ -575,11 +428,11 @@ static weft_result_t ib_connect(transport_t *base, int peer, const void *peer_bl
   if (a.magic != ADDR_MAGIC)
     return WEFT_ERR(WEFT_ERR_UNSUPPORTED, "rank %d: rank %d has no active RDMA port", t->rank,
                     peer);
-  if (a.link_layer != t->link_layer)
+  if (a.link_layer != t->dev.link_layer)
     return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
                     "rank %d: rank %d's RDMA port is %s, this rank's %s: they cannot connect",
-                    t->rank, peer, a.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-                    t->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+                    t->rank, peer, ib_link_layer_name(a.link_layer),
+                    ib_link_layer_name(t->dev.link_layer));
   ib_conn_t *c = calloc(1, sizeof *c);
   if (!c) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "verbs transport: out of memory");
   c->base.ops = &ibverbs_transport_ops;
@@ -594,7 +447,7 @@ static weft_result_t ib_connect(transport_t *base, int peer, const void *peer_bl
   return WEFT_SUCCESS;
 fail:
   conn_free(c, 1);
-  return err_context(res, "rank %d: RDMA connect to rank %d on %s", t->rank, peer, t->dev_name);
+  return err_context(res, "rank %d: RDMA connect to rank %d on %s", t->rank, peer, t->dev.name);
 }
 
 /* ---- the data path --------------------------------------------------------------------------- */
@@ -627,23 +480,31 @@ static weft_result_t ib_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) {
   return WEFT_SUCCESS;
 }
 
-/* Writes staging slot i (len bytes) into the peer's slot i, with the length as immediate data. */
+/* Writes staging slot i (len bytes) into the peer's slot i, with the length as immediate data. A
+ * slot longer than the port's largest message goes as several writes; only the last carries the
+ * immediate and asks for a completion (a reliable-connected queue pair completes in order). */
 static weft_result_t write_slot(ib_conn_t *c, size_t i, size_t len) {
-  struct ibv_sge sge = {(uintptr_t)(c->tx + i * c->slot), (uint32_t)len, c->mr->lkey};
-  struct ibv_send_wr wr, *bad;
-  memset(&wr, 0, sizeof wr);
-  wr.wr_id = WR_ID(WR_DATA, i);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.imm_data = htonl((uint32_t)len);
-  wr.wr.rdma.remote_addr = c->remote_rx + i * c->slot;
-  wr.wr.rdma.rkey = c->remote_rx_rkey;
-  int rc = ibv_post_send(c->qp, &wr, &bad);
-  if (rc)
-    return WEFT_ERR(WEFT_ERR_SYSTEM, "posting an RDMA write to rank %d: %s", c->base.peer,
-                    strerror(rc));
+  size_t max = c->t->dev.max_msg, off = 0;
+  do {
+    size_t part = len - off > max ? max : len - off;
+    int last = off + part == len;
+    struct ibv_sge sge = {(uintptr_t)(c->tx + i * c->slot + off), (uint32_t)part, c->mr->lkey};
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = WR_ID(WR_DATA, i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
+    wr.imm_data = last ? htonl((uint32_t)len) : 0;
+    wr.wr.rdma.remote_addr = c->remote_rx + i * c->slot + off;
+    wr.wr.rdma.rkey = c->remote_rx_rkey;
+    int rc = ibv_post_send(c->qp, &wr, &bad);
+    if (rc)
+      return WEFT_ERR(WEFT_ERR_SYSTEM, "posting an RDMA write to rank %d: %s", c->base.peer,
+                      strerror(rc));
+    off += part;
+  } while (off < len);
   c->tx_busy[i] = 1;
   c->head++;
   c->writes_out++;
@@ -693,7 +554,7 @@ static weft_result_t wc_error(ib_conn_t *c, const char *what, enum ibv_wc_status
   /* After the first error the queue pair flushes everything else: report the cause, not that. */
   if (s == IBV_WC_WR_FLUSH_ERR && c->status) s = (enum ibv_wc_status)c->status;
   return WEFT_ERR(WEFT_ERR_REMOTE, "%s rank %d failed: %s%s", what, c->base.peer,
-                  c->t->lib->wc_status_str(s), status_hint(s));
+                  c->t->dev.lib->wc_status_str(s), status_hint(s));
 }
 
 static weft_result_t completion(ib_conn_t *c, const struct ibv_wc *wc) {
