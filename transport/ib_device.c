@@ -77,9 +77,12 @@ static weft_result_t choose_gid(ib_device_t *d, int table_len, uint32_t ipv4, in
   ibvw_gid_t gids[256] = {{0}};
   int n = read_gids(d, table_len, gids, 256);
   int pick = ibvw_gid_pick(gids, n, ipv4, forced);
+  /* UNSUPPORTED either way: the port cannot be used here, as when WEFT_IB_HCA names no device.
+   * WEFT_TRANSPORT=ib then fails init naming the rank, and auto goes on over TCP and says so;
+   * only a malformed setting (a knob out of range) fails init in every mode. */
   if (pick < 0)
     return forced >= 0
-               ? WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+               ? WEFT_ERR(WEFT_ERR_UNSUPPORTED,
                           "WEFT_IB_GID_INDEX=%d: %s port %d has no valid GID there (%d valid)",
                           forced, d->name, d->port, n)
                : WEFT_ERR(WEFT_ERR_UNSUPPORTED, "%s port %d has no valid GID (no IP address?)",
