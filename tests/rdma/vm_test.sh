@@ -12,13 +12,16 @@ fail() {
   failures=$((failures + 1))
 }
 
-# What exists before the run (other runs' files, if any), to find what ours leaves behind.
-tmp=${TMPDIR:-/tmp}
+# The run's files go to a directory of this test's own (rdma-vm.sh puts its run directory under
+# $TMPDIR), so that what it leaves behind is told apart from other runs on the machine.
+base=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
+[[ $base =~ ^[A-Za-z0-9/._-]+$ ]] || base=/tmp
+own=$(mktemp -d "$base/weft-rdma-test.XXXXXX") || exit 1
+trap 'rm -rf "$own"' EXIT
 leftovers() {
-  ls -d "$tmp"/weft-rdma-vm.* 2>/dev/null
-  pgrep -f 'qemu-system.*weft_run=' 2>/dev/null
+  ls -A "$own"
+  pgrep -f "qemu-system.*weft_run=$own/" 2>/dev/null
 }
-before=$(leftovers)
 
 # Each rank: its rxe0 port ACTIVE on Ethernet (RoCE), its host name and address.
 probe='ibv_devinfo -d rxe0 >/tmp/info.$RANK || exit 1
@@ -27,7 +30,7 @@ grep -q "link_layer:.*Ethernet" /tmp/info.$RANK || { cat /tmp/info.$RANK; exit 1
 echo "active host=$(hostname) addr=$HOST_ADDR world=$WORLD_SIZE" \
   "local=$LOCAL_RANK/$LOCAL_WORLD_SIZE job=$WEFT_JOB_ID"'
 
-out=$(WEFT_JOB_ID=vmtest "$script" --hosts 2 --timeout 120 -- sh -c "$probe" 2>&1)
+out=$(TMPDIR=$own WEFT_JOB_ID=vmtest "$script" --hosts 2 --timeout 120 -- sh -c "$probe" 2>&1)
 rc=$?
 echo "$out"
 if grep -q "^SKIP:" <<<"$out"; then
@@ -41,8 +44,8 @@ for r in 0 1; do
 done
 
 # Nothing left behind: no qemu, no run directory.
-after=$(leftovers)
-[ "$after" = "$before" ] || fail "left behind: $(comm -13 <(echo "$before") <(echo "$after"))"
+left=$(leftovers)
+[ -z "$left" ] || fail "left behind: $left"
 
 [ "$failures" -eq 0 ] && echo "PASS"
 exit "$failures"
