@@ -116,10 +116,16 @@ job matrix2 0,2 0 WEFT_TRANSPORT=ib WEFT_CONNECT_TIMEOUT_MS=120000 -- matrix ib 
 job hier 0,1,2,3 0 "+$(via shm ib); ib on rxe0 port 1" WEFT_TRANSPORT=auto WEFT_DEBUG=1 \
   WEFT_CONNECT_TIMEOUT_MS=120000 -- hier
 
-# No usable port (WEFT_IB_HCA names no device): WEFT_TRANSPORT=ib fails init saying why, on
-# every rank; auto falls back to TCP across hosts and says so.
+# No usable port (WEFT_IB_GID_INDEX names no GID of rxe0's, WEFT_IB_HCA names no device):
+# WEFT_TRANSPORT=ib fails init saying why, on every rank; auto falls back to TCP across hosts and
+# says so.
+job ib-gid self 0 WEFT_TRANSPORT=ib WEFT_IB_GID_INDEX=200 -- \
+  init-fails 'rank 0' WEFT_TRANSPORT=ib WEFT_IB_GID_INDEX=200 rxe0
 job ib-hca self 0 WEFT_TRANSPORT=ib WEFT_IB_HCA==nosuch0 -- \
   init-fails 'rank 0' WEFT_TRANSPORT=ib 'no active RDMA port' 'rxe0:1 (left out by WEFT_IB_HCA)'
+job auto-gid 0,1,2,3 0 "+^weft rank $me: .*using tcp across hosts: .*WEFT_IB_GID_INDEX=200" \
+  "+$(via shm tcp);" WEFT_TRANSPORT=auto WEFT_IB_GID_INDEX=200 WEFT_DEBUG=1 \
+  WEFT_CONNECT_TIMEOUT_MS=60000 -- carried shm tcp
 job auto-hca 0,1,2,3 0 "+^weft rank $me: .*using tcp across hosts: .*left out by WEFT_IB_HCA" \
   "+$(via shm tcp);" WEFT_TRANSPORT=auto WEFT_IB_HCA==nosuch0 WEFT_DEBUG=1 \
   WEFT_CONNECT_TIMEOUT_MS=60000 -- carried shm tcp
