@@ -205,7 +205,8 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
       continue;
     }
     if (res != WEFT_SUCCESS && k == COMM_IB && res != WEFT_ERR_INVALID_ARGUMENT) {
-      /* A malformed WEFT_IB_HCA or WEFT_IB_GID_INDEX fails init whatever the mode. */
+      /* A malformed WEFT_IB_HCA fails init whatever the mode; no device, no active port, or a
+       * WEFT_IB_GID_INDEX the port lacks leave this rank without verbs. */
       if (mode_is(c, "ib")) {
         char why[ERR_MSG_MAX];
         snprintf(why, sizeof why, "%s", err_last());
@@ -214,7 +215,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
       }
       /* auto: peers see our all-zero ib blob and use tcp (or shm) with us. */
       if (c->config.debug >= 1)
-        fprintf(stderr, "weft rank %d: no RDMA verbs, using tcp across hosts: %s\n", c->rank,
+        fprintf(stderr, "weft rank %d: no usable RDMA port, using tcp across hosts: %s\n", c->rank,
                 err_last());
       continue;
     }
