@@ -28,6 +28,10 @@ static const algo_entry_t table[] = {
     {WEFT_COLL_BARRIER, WEFT_ALGO_RING, ring_barrier_build, ring_barrier_cost},
     {WEFT_COLL_BARRIER, WEFT_ALGO_DISSEMINATION, dissemination_barrier_build,
      dissemination_barrier_cost},
+    {WEFT_COLL_GATHER, WEFT_ALGO_LINEAR, linear_gather_build, linear_gather_cost},
+    {WEFT_COLL_GATHER, WEFT_ALGO_TREE, binomial_gather_build, binomial_gather_cost},
+    {WEFT_COLL_SCATTER, WEFT_ALGO_LINEAR, linear_scatter_build, linear_scatter_cost},
+    {WEFT_COLL_SCATTER, WEFT_ALGO_TREE, binomial_scatter_build, binomial_scatter_cost},
     {WEFT_COLL_SEND, WEFT_ALGO_RING, p2p_build, NULL},
     {WEFT_COLL_RECV, WEFT_ALGO_RING, p2p_build, NULL},
 };

@@ -17,8 +17,8 @@ extern "C" {
 #endif
 
 /* What a builder is asked for: one rank's part of one call. `count` follows weft.h (per rank:
- * all_gather's sendcount, reduce_scatter's recvcount); root is the root, or the peer of send and
- * recv. */
+ * all_gather's and gather's sendcount, reduce_scatter's and scatter's recvcount); root is the
+ * root, or the peer of send and recv. */
 typedef struct {
   weft_coll_t coll;
   int rank, nranks;
@@ -67,7 +67,8 @@ typedef struct {
 } cost_model_t;
 
 /* Predicted seconds for `bytes` (nccl-tests' "size": the per-rank buffer of all_reduce,
- * broadcast and reduce; the gathered buffer of all_gather; the input of reduce_scatter). */
+ * broadcast and reduce; the gathered buffer of all_gather and gather; the input of
+ * reduce_scatter and scatter, the root's sendbuf). */
 typedef double (*cost_fn)(const cost_model_t *m, int nranks, double bytes);
 
 typedef struct {
@@ -119,6 +120,14 @@ weft_result_t hierarchical_allreduce_build(schedule_t *s, const sched_args_t *a)
 double hierarchical_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
 /* Hosts of `local` ranks each, `hosts` of them. */
 double hierarchical_allreduce_cost_topo(const cost_model_t *m, int local, int hosts, double bytes);
+weft_result_t linear_gather_build(schedule_t *s, const sched_args_t *a);
+double linear_gather_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t binomial_gather_build(schedule_t *s, const sched_args_t *a);
+double binomial_gather_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t linear_scatter_build(schedule_t *s, const sched_args_t *a);
+double linear_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t binomial_scatter_build(schedule_t *s, const sched_args_t *a);
+double binomial_scatter_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
 double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 

@@ -94,6 +94,13 @@ typedef struct {
   unsigned char *hdr_out, *hdr_in, *token;
 } run_t;
 
+/* Slices of `op` (of nslices) whose dependency has been met. */
+static size_t dep_ready(const run_t *r, const sched_op_t *op, size_t nslices) {
+  if (op->dep < 0) return nslices;
+  const op_state_t *d = &r->states[op->dep];
+  return sched_dep_ready(op->dep, op->dep_whole, nslices, d->done, d->nslices);
+}
+
 static void hdr_encode(unsigned char *p, const coll_desc_t *d) {
   uint32_t w[4] = {HDR_MAGIC, (uint32_t)d->kind, (uint32_t)d->dtype, (uint32_t)d->op};
   uint64_t q[2] = {d->seq, (uint64_t)d->count};
@@ -335,7 +342,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     size_t j = st->next_slice;
     if (r->states[oi].fed) break; /* its fused step posts it */
     if (st->lent > 0) break;      /* no post_send while a lent slot is uncommitted */
-    if (op->dep >= 0 && r->states[op->dep].done <= j) break;
+    if (dep_ready(r, op, r->states[oi].nslices) <= j) break;
     f->op = oi;
     f->slice = j;
     f->reducing = 0;
@@ -692,8 +699,7 @@ static weft_result_t run_copies_device(run_t *r, int *progressed) {
       r->dev_pending--;
       *progressed = 1;
     }
-    size_t ready = op->dep < 0 ? st->nslices : r->states[op->dep].done;
-    if (ready > st->nslices) ready = st->nslices;
+    size_t ready = dep_ready(r, op, st->nslices);
     if (st->issued >= ready) continue;
     size_t first, n, last_first, last_n;
     slice_range(r, op, st->issued, &first, &n);
@@ -716,7 +722,7 @@ static void run_copies(run_t *r, int *progressed) {
     int oi = r->copies[k];
     const sched_op_t *op = &r->s->ops[oi];
     op_state_t *st = &r->states[oi];
-    while (st->done < st->nslices && (op->dep < 0 || r->states[op->dep].done > st->done)) {
+    while (st->done < dep_ready(r, op, st->nslices)) {
       size_t first, n;
       slice_range(r, op, st->done, &first, &n);
       memcpy(buf_base(r, op->buf) + (op->offset + first) * r->esize,

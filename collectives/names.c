@@ -6,13 +6,14 @@
 
 const char *weft_coll_name(weft_coll_t coll) {
   static const char *const names[WEFT_NUM_COLLS] = {
-      "all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv"};
+      "all_reduce", "broadcast", "reduce",  "all_gather", "reduce_scatter",
+      "barrier",    "send",      "recv",    "gather",     "scatter"};
   return (unsigned)coll < WEFT_NUM_COLLS ? names[coll] : "unknown-collective";
 }
 
 static const char *const algo_names[WEFT_NUM_ALGOS] = {
     "auto",         "ring",         "tree",        "double_tree", "recursive_doubling",
-    "rabenseifner", "dissemination", "hierarchical"};
+    "rabenseifner", "dissemination", "hierarchical", "linear"};
 
 const char *weft_algo_name(weft_algo_t algo) {
   return (unsigned)algo < WEFT_NUM_ALGOS ? algo_names[algo] : "unknown-algorithm";

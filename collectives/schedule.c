@@ -112,7 +112,7 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
     if (op->dep >= i)
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, op->dep);
-    if (op->dep >= 0 && s->ops[op->dep].count != op->count)
+    if (op->dep >= 0 && !op->dep_whole && s->ops[op->dep].count != op->count)
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
                       op->dep);
     /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */

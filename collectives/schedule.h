@@ -50,6 +50,15 @@ static inline int sched_is_reduce(sched_kind_t k) {
   return k == SCHED_RECV_REDUCE || k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND;
 }
 
+/* How many of an op's `op_slices` slices may start, its dependency having finished `dep_done` of
+ * its `dep_slices`: every engine (executor, weft-sim, the test simulator) asks this. */
+static inline size_t sched_dep_ready(int dep, int dep_whole, size_t op_slices, size_t dep_done,
+                                     size_t dep_slices) {
+  if (dep < 0) return op_slices;
+  if (dep_whole) return dep_done >= dep_slices ? op_slices : 0;
+  return dep_done < op_slices ? dep_done : op_slices;
+}
+
 /* The buffers an op may name: the caller's input and output, and scratch memory the executor
  * provides (for partial results that fit neither, e.g. a reduce-scatter's passing sums). */
 typedef enum {
@@ -71,6 +80,11 @@ typedef struct {
   int final; /* RECV_REDUCE: these elements are now fully reduced (WEFT_AVG divides here) */
   int step;  /* the algorithm's step number, for error messages and traces */
   int fwd;   /* fused kinds: the SEND op this one writes the slots of (it depends on this op) */
+  /* 1: `dep` (above) must have finished all of its slices before any slice of this op starts, and may
+   * then have another count. Store-and-forward steps need it: a binomial tree forwards part of
+   * a block it received as one message, or one message made of blocks from several peers (then
+   * those receives are chained, each waiting whole for the one before). */
+  int dep_whole;
 } sched_op_t;
 
 typedef struct {

@@ -14,8 +14,8 @@ static int is_reducing(weft_coll_t c) {
 }
 
 static int is_rooted(weft_coll_t c) {
-  return c == WEFT_COLL_BROADCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_SEND ||
-         c == WEFT_COLL_RECV;
+  return c == WEFT_COLL_BROADCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_GATHER ||
+         c == WEFT_COLL_SCATTER || c == WEFT_COLL_SEND || c == WEFT_COLL_RECV;
 }
 
 /* Buffer sizes (elements) and which buffers this rank must pass, per weft.h. */
@@ -41,6 +41,12 @@ static void shape_of(const weft_comm_t *c, const weft_call_t *k, size_t esize, c
     case WEFT_COLL_REDUCE_SCATTER:
       sh->send_count = n * p;
       sh->in_place = sb && rb == sb + me * n * esize;
+      break;
+    case WEFT_COLL_GATHER: /* the other ranks pass no recvbuf */
+      *sh = (call_shape_t){n, root ? n * p : 0, 1, root, root && rb && sb == rb + me * n * esize};
+      break;
+    case WEFT_COLL_SCATTER: /* the other ranks pass no sendbuf */
+      *sh = (call_shape_t){root ? n * p : 0, n, root, 1, root && sb && rb == sb + me * n * esize};
       break;
     case WEFT_COLL_BARRIER: *sh = (call_shape_t){0, 0, 0, 0, 0}; break;
     case WEFT_COLL_SEND: *sh = (call_shape_t){n, 0, 1, 0, 0}; break;
@@ -183,6 +189,10 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
                  (double)esize;
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
     bytes = (double)k->count * (double)esize;
+  /* The whole buffer at the root, as nccl-tests' size; the same on every rank, which must all
+   * choose alike although only the root holds it. */
+  if (k->coll == WEFT_COLL_GATHER || k->coll == WEFT_COLL_SCATTER)
+    bytes = (double)k->count * (double)c->nranks * (double)esize;
   const algo_entry_t *algo;
   algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
   weft_result_t res = algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes,
@@ -283,6 +293,20 @@ weft_result_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t rec
                                   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
                                   weft_stream_t stream) {
   weft_call_t k = {WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
+                          int root, weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, WEFT_SUM, root,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                           weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype, WEFT_SUM, root,
                    WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }

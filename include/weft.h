@@ -103,7 +103,9 @@ typedef enum {
   WEFT_COLL_BARRIER = 5,
   WEFT_COLL_SEND = 6,
   WEFT_COLL_RECV = 7,
-  WEFT_NUM_COLLS = 8
+  WEFT_COLL_GATHER = 8,
+  WEFT_COLL_SCATTER = 9,
+  WEFT_NUM_COLLS = 10
 } weft_coll_t;
 
 /* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
@@ -113,13 +115,19 @@ typedef enum {
 typedef enum {
   WEFT_ALGO_AUTO = 0,
   WEFT_ALGO_RING = 1,               /* all_reduce, reduce_scatter, all_gather; chain for rooted */
-  WEFT_ALGO_TREE = 2,               /* pipelined binary tree: broadcast, reduce, all_reduce */
+  /* Pipelined binary tree: broadcast, reduce, all_reduce. Gather and scatter run a binomial
+   * tree under the same name: "tree" means a collective's log-depth tree, and the binomial one
+   * is the shape whose subtrees are contiguous rank ranges (a block travels as one message). */
+  WEFT_ALGO_TREE = 2,
   WEFT_ALGO_DOUBLE_TREE = 3,        /* all_reduce over two complementary trees */
   WEFT_ALGO_RECURSIVE_DOUBLING = 4, /* all_reduce, all_gather: log2(p) steps, small messages */
   WEFT_ALGO_RABENSEIFNER = 5,       /* all_reduce (and reduce_scatter): recursive halving+doubling */
   WEFT_ALGO_DISSEMINATION = 6,      /* barrier in ceil(log2(p)) rounds */
   WEFT_ALGO_HIERARCHICAL = 7,       /* all_reduce: rings inside hosts, then across, then inside */
-  WEFT_NUM_ALGOS = 8
+  /* Gather, scatter: the root exchanges with every rank directly. Its own value because no
+   * other algorithm has this shape (ring would suggest a chain, which costs p-1 hops). */
+  WEFT_ALGO_LINEAR = 8,
+  WEFT_NUM_ALGOS = 9
 } weft_algo_t;
 
 /* ---- Library ---------------------------------------------------------------------------- */
@@ -203,6 +211,18 @@ weft_result_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t rec
                                   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
                                   weft_stream_t stream);
 
+/* On the root: recvbuf[r * sendcount + i] = rank r's sendbuf[i]; recvbuf holds
+ * nranks * sendcount elements in rank order and is not used on other ranks (may be NULL there).
+ * In place (the root only, as all_gather's rule): sendbuf == recvbuf + root * sendcount. */
+weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
+                          int root, weft_comm_t *comm, weft_stream_t stream);
+
+/* recvbuf[i] = the root's sendbuf[rank * recvcount + i], on every rank; the root's sendbuf holds
+ * nranks * recvcount elements in rank order and is not used on other ranks (may be NULL there).
+ * In place (the root only, as reduce_scatter's rule): recvbuf == sendbuf + root * recvcount. */
+weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                           weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream);
+
 /* Returns on each rank once every rank has entered it. */
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
 
@@ -214,8 +234,9 @@ weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, w
                         weft_stream_t stream);
 
 /* Any operation, described in full; `algo` overrides WEFT_ALGO and the cost model for this call.
- * count: per rank as in the calls above (all_gather: sendcount; reduce_scatter: recvcount).
- * root: the root of broadcast and reduce, the peer of send and recv, ignored otherwise. */
+ * count: per rank as in the calls above (all_gather, gather: sendcount; reduce_scatter,
+ * scatter: recvcount). root: the root of broadcast, reduce, gather and scatter, the peer of send
+ * and recv, ignored otherwise. */
 typedef struct {
   weft_coll_t coll;
   const void *sendbuf;

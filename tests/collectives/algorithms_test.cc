@@ -15,7 +15,7 @@ namespace {
 const char* AlgoName(weft_algo_t a) {
   static const char* names[] = {
       "auto",         "ring",          "tree",        "double_tree", "recursive_doubling",
-      "rabenseifner", "dissemination", "hierarchical"};
+      "rabenseifner", "dissemination", "hierarchical", "linear"};
   return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 
@@ -52,12 +52,17 @@ bool UsesRounds(const algo_entry_t* e) {
            e->coll == WEFT_COLL_ALL_GATHER));
 }
 
+bool Rooted(weft_coll_t c) {
+  return c == WEFT_COLL_BROADCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_GATHER ||
+         c == WEFT_COLL_SCATTER;
+}
+
 class Algorithms : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(Algorithms, EveryRankGetsTheCollectivesResult) {
   auto [row, p] = GetParam();
   const algo_entry_t* e = algo_at(row);
-  bool rooted = e->coll == WEFT_COLL_BROADCAST || e->coll == WEFT_COLL_REDUCE;
+  bool rooted = Rooted(e->coll);
   std::set<int> roots = {0};
   if (rooted) roots = {0, 1 % p, p / 2, p - 1};
   std::vector<size_t> counts = {0, 1, 3, 7, 100};
@@ -87,10 +92,27 @@ INSTANTIATE_TEST_SUITE_P(Table, Algorithms,
                          });
 
 TEST(Algorithms, EveryCollectiveHasARing) {
-  // The ring (chain for rooted collectives) is the fallback every collective can use.
-  for (int c = 0; c < WEFT_NUM_COLLS; c++)
-    EXPECT_NE(algo_lookup((weft_coll_t)c, WEFT_ALGO_RING), nullptr)
+  // The ring (chain for broadcast and reduce) is the fallback every collective can use; gather
+  // and scatter have the root talk to each rank directly instead (a chain would forward every
+  // block through up to p-2 ranks).
+  for (int c = 0; c < WEFT_NUM_COLLS; c++) {
+    bool linear = c == WEFT_COLL_GATHER || c == WEFT_COLL_SCATTER;
+    EXPECT_NE(algo_lookup((weft_coll_t)c, linear ? WEFT_ALGO_LINEAR : WEFT_ALGO_RING), nullptr)
         << sim::CollName((weft_coll_t)c);
+  }
+}
+
+TEST(Algorithms, GatherAndScatterHaveLinearAndBinomialTree) {
+  for (weft_coll_t c : {WEFT_COLL_GATHER, WEFT_COLL_SCATTER}) {
+    EXPECT_NE(algo_lookup(c, WEFT_ALGO_LINEAR), nullptr) << sim::CollName(c);
+    EXPECT_NE(algo_lookup(c, WEFT_ALGO_TREE), nullptr) << sim::CollName(c);
+    EXPECT_EQ(algo_lookup(c, WEFT_ALGO_RING), nullptr) << sim::CollName(c);
+  }
+  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_LINEAR), nullptr);
+  EXPECT_STREQ(weft_algo_name(WEFT_ALGO_LINEAR), "linear");
+  EXPECT_EQ(weft_algo_from_name("linear"), WEFT_ALGO_LINEAR);
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_GATHER), "gather");
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_SCATTER), "scatter");
 }
 
 TEST(Algorithms, RowsAreUniqueAndComplete) {
@@ -118,7 +140,7 @@ TEST(Algorithms, ManyEventOrders) {
         sim::Options o = {2, (int)(seed % 3) + 1, seed % 2 == 0, seed};
         sim::Call c = {e->coll, p, e->coll == WEFT_COLL_BARRIER ? 0u : 11u, (int)(seed % p),
                        seed % 4 == 0};
-        if (e->coll != WEFT_COLL_BROADCAST && e->coll != WEFT_COLL_REDUCE) c.root = -1;
+        if (!Rooted(e->coll)) c.root = -1;
         ASSERT_TRUE(sim::RunCall(e->build, c, o)) << AlgoName(e->algo);
       }
   }

@@ -85,6 +85,36 @@ TEST(Cost, AlphaTermCountsMessages) {
   }
 }
 
+// Gather and scatter, one slice per block: the linear root takes p-1 messages, the binomial
+// tree ceil(log2 p) one after another (its largest subtree's chain); both move (p-1)/p of the
+// buffer through the root's port, the tree in stages (each rank waits for its whole subtree).
+TEST(Cost, GatherAndScatterMessagesAndBytes) {
+  cost_model_t alpha = {1, 0, 0, 1e18}, beta = {0, 1, 0, 1e18};
+  for (weft_coll_t c : {WEFT_COLL_GATHER, WEFT_COLL_SCATTER}) {
+    const algo_entry_t* lin = algo_lookup(c, WEFT_ALGO_LINEAR);
+    const algo_entry_t* tree = algo_lookup(c, WEFT_ALGO_TREE);
+    ASSERT_NE(lin, nullptr);
+    ASSERT_NE(tree, nullptr);
+    for (int p = 2; p <= 33; p++) {
+      int logp = 0;
+      while ((1 << logp) < p) logp++;
+      double n = 1000.0 * p;
+      EXPECT_EQ(lin->cost(&alpha, p, n), 1 + (p - 1)) << sim::CollName(c) << " p " << p;
+      EXPECT_EQ(tree->cost(&alpha, p, n), 1 + logp) << sim::CollName(c) << " p " << p;
+      EXPECT_DOUBLE_EQ(lin->cost(&beta, p, n), 40 + 1000.0 * (p - 1)) << sim::CollName(c);
+      // Powers of two: every block after the root's own crosses the critical path once.
+      if ((p & (p - 1)) == 0)
+        EXPECT_DOUBLE_EQ(tree->cost(&beta, p, n), 40 + 1000.0 * (p - 1)) << sim::CollName(c);
+      EXPECT_GE(tree->cost(&beta, p, n), lin->cost(&beta, p, n) - 1e-9) << sim::CollName(c);
+    }
+    // Small blocks: the tree's log2(p) messages win. Large ones: both are bound by the root's
+    // port, (p-1)/p n b, and cost the same within the slices' rounding.
+    cost_model_t m = {20e-6, 1e-10, 1e-11, 65536};
+    EXPECT_LT(tree->cost(&m, 16, 64), lin->cost(&m, 16, 64) / 3) << sim::CollName(c);
+    EXPECT_NEAR(tree->cost(&m, 13, 1e9) / lin->cost(&m, 13, 1e9), 1, 1e-3) << sim::CollName(c);
+  }
+}
+
 TEST(Cost, LogarithmicAlgorithmsWinForSmallMessagesAndBandwidthOnesForLarge) {
   cost_model_t m = {20e-6, 1e-10, 1e-11, 65536};
   auto cost = [&](weft_coll_t c, weft_algo_t a, int p, double n) {

@@ -206,7 +206,9 @@ class Runner {
   }
 
   bool DepReady(int r, const sched_op_t& op, size_t j) const {
-    return op.dep < 0 || done_[r][op.dep] > j;
+    if (op.dep < 0) return true;
+    const sched_op_t& d = w_.sched[r].ops[op.dep];
+    return sched_dep_ready(op.dep, op.dep_whole, Slices(op), done_[r][op.dep], Slices(d)) > j;
   }
 
   bool HasNext(const Stream& st) const { return st.hdr || st.cur < st.ops.size(); }

@@ -26,8 +26,8 @@ std::vector<std::pair<bool, size_t>> StreamShape(const schedule_t& s, int peer, 
 }  // namespace
 
 std::string CollName(weft_coll_t c) {
-  static const char* names[] = {"all_reduce",     "broadcast", "reduce", "all_gather",
-                                "reduce_scatter", "barrier",   "send",   "recv"};
+  static const char* names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
+                                "barrier",    "send",      "recv",   "gather",     "scatter"};
   return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "?";
 }
 
@@ -94,6 +94,7 @@ namespace {
 size_t SendSize(const Call& c) {
   switch (c.coll) {
     case WEFT_COLL_REDUCE_SCATTER:
+    case WEFT_COLL_SCATTER:  // the root's
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -105,6 +106,7 @@ size_t SendSize(const Call& c) {
 size_t RecvSize(const Call& c) {
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:
+    case WEFT_COLL_GATHER:  // the root's
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -117,21 +119,25 @@ Memory Layout(const Call& c, int r) {
   Memory m;
   int p = c.nranks;
   size_t n = c.count;
-  m.has_send = !(c.coll == WEFT_COLL_BROADCAST && r != c.root);
-  m.has_recv = !(c.coll == WEFT_COLL_REDUCE && r != c.root);
+  bool scatters = c.coll == WEFT_COLL_BROADCAST || c.coll == WEFT_COLL_SCATTER;
+  bool gathers = c.coll == WEFT_COLL_REDUCE || c.coll == WEFT_COLL_GATHER;
+  m.has_send = !(scatters && r != c.root);
+  m.has_recv = !(gathers && r != c.root);
   m.send.resize(SendSize(c));
   m.recv.resize(RecvSize(c));
   for (size_t i = 0; i < m.send.size(); i++) m.send[i] = {Input(r, i), 1u << r, 0, true};
-  bool rooted = c.coll == WEFT_COLL_BROADCAST || c.coll == WEFT_COLL_REDUCE;
+  bool rooted = scatters || gathers;
   if (!c.in_place || (rooted && r != c.root)) return m;
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:  // sendbuf == recvbuf + r n
+    case WEFT_COLL_GATHER:      // (the root)
       for (size_t i = 0; i < n; i++) m.recv[r * n + i] = m.send[i];
       m.send.clear();
       m.store[SCHED_SENDBUF] = 1;
       m.base[SCHED_SENDBUF] = r * n;
       break;
     case WEFT_COLL_REDUCE_SCATTER:  // recvbuf == sendbuf + r n
+    case WEFT_COLL_SCATTER:         // (the root)
       m.recv.clear();
       m.store[SCHED_RECVBUF] = 0;
       m.base[SCHED_RECVBUF] = r * n;
@@ -180,7 +186,11 @@ std::string CheckOutput(const Call& c, const World& w) {
           want = Input(c.root, i);
           break;
         case WEFT_COLL_ALL_GATHER:
+        case WEFT_COLL_GATHER:
           want = Input((int)(i / n), i % n);
+          break;
+        case WEFT_COLL_SCATTER:
+          want = Input(c.root, r * n + i);
           break;
         case WEFT_COLL_REDUCE_SCATTER:
           for (int q = 0; q < p; q++) want += Input(q, r * n + i);

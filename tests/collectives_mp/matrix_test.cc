@@ -12,8 +12,9 @@
 
 namespace {
 
-const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
-                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
+const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE,     WEFT_COLL_BROADCAST, WEFT_COLL_REDUCE,
+                              WEFT_COLL_ALL_GATHER,     WEFT_COLL_GATHER,    WEFT_COLL_SCATTER,
+                              WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
 
 bool reduces(weft_coll_t c) {
   return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
@@ -85,9 +86,9 @@ TEST_P(MatrixLarge, EveryCollectiveAndAlgorithmAtOneMebi) {
         for (weft_coll_t coll : kColls)
           for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
             if (!weft_algo_supported(coll, (weft_algo_t)a) || coll == WEFT_COLL_BARRIER) continue;
-            size_t count = coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER
-                               ? (1 << 18) + 3
-                               : (1 << 20) + 7;
+            bool per_rank = coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER ||
+                            coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER;
+            size_t count = per_rank ? (1 << 18) + 3 : (1 << 20) + 7;
             err = check_call(comm, coll, (weft_algo_t)a, WEFT_FLOAT32, WEFT_SUM, count,
                              rank % 2 == 0, n - 1);
             if (!err.empty()) return err;

@@ -69,19 +69,24 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   weft_comm_size(comm, &n);
   size_t es = weft_dtype_size(d), p = (size_t)n;
   size_t send_n = count, recv_n = count;
-  if (coll == WEFT_COLL_ALL_GATHER) recv_n = count * p;
-  if (coll == WEFT_COLL_REDUCE_SCATTER) send_n = count * p;
+  // Gather and scatter: the root's whole buffer is allocated on every rank, and the others pass
+  // NULL for it below.
+  if (coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_GATHER) recv_n = count * p;
+  if (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_SCATTER) send_n = count * p;
+  bool is_root = rank == root;
   // One allocation big enough for either layout; in place, both buffers live in it.
   std::vector<char> a((send_n + recv_n) * es + 1, 0x5a), b(recv_n * es + 1, 0x5a),
       want(recv_n * es + 1);
   char* send = a.data();
   char* recv = b.data();
   if (in_place) {
-    if (coll == WEFT_COLL_ALL_GATHER) {
+    if (coll == WEFT_COLL_ALL_GATHER || (coll == WEFT_COLL_GATHER && is_root)) {
       recv = a.data();
       send = recv + (size_t)rank * count * es;
-    } else if (coll == WEFT_COLL_REDUCE_SCATTER) {
+    } else if (coll == WEFT_COLL_REDUCE_SCATTER || (coll == WEFT_COLL_SCATTER && is_root)) {
       recv = send + (size_t)rank * count * es;
+    } else if (coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER) {
+      // Only the root has an in-place layout.
     } else {
       recv = send;
     }
@@ -92,12 +97,15 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   for (size_t i = 0; i < send_n; i++) {
     int64_t v = pattern_input(d, pat_op, rank, n, i);
     if (coll == WEFT_COLL_BROADCAST) v = (int64_t)((i * 13 + (size_t)root * 5) % 50);
+    if (coll == WEFT_COLL_SCATTER) v = pattern_input(d, WEFT_SUM, root, n, i);
     typed_store(d, send, i, v);
   }
   for (size_t i = 0; i < recv_n; i++) {
     int64_t v = 0;
     switch (coll) {
-      case WEFT_COLL_ALL_GATHER: v = pattern_input(d, WEFT_SUM, (int)(i / count), n, i % count); break;
+      case WEFT_COLL_ALL_GATHER:
+      case WEFT_COLL_GATHER: v = pattern_input(d, WEFT_SUM, (int)(i / count), n, i % count); break;
+      case WEFT_COLL_SCATTER: v = pattern_input(d, WEFT_SUM, root, n, (size_t)rank * count + i); break;
       case WEFT_COLL_REDUCE_SCATTER: v = pattern_expected(d, op, n, (size_t)rank * count + i); break;
       case WEFT_COLL_BROADCAST: v = (int64_t)((i * 13 + (size_t)root * 5) % 50); break;
       default: v = pattern_expected(d, op, n, i);
@@ -106,6 +114,9 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   }
   // Non-root ranks of a reduce may pass no output at all.
   if (coll == WEFT_COLL_REDUCE && rank != root && !in_place) recv = nullptr;
+  // Nor non-root ranks of a gather, or of a scatter an input: any touch of them would crash.
+  if (coll == WEFT_COLL_GATHER && !is_root) recv = nullptr;
+  if (coll == WEFT_COLL_SCATTER && !is_root) send = nullptr;
   weft_call_t k = {coll, send, recv, count, d, op, root, algo};
   weft_result_t r = runner ? (*runner)(comm, k, {{a.data(), a.size()}, {b.data(), b.size()}})
                            : weft_call(&k, comm, nullptr);
@@ -114,7 +125,9 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
                      std::to_string(count) + (in_place ? " in place" : "") + " root " +
                      std::to_string(root);
   if (r != WEFT_SUCCESS) return "rank " + std::to_string(rank) + ": " + what + ": " + weft_last_error();
-  if (coll == WEFT_COLL_BARRIER || (coll == WEFT_COLL_REDUCE && rank != root)) return "";
+  if (coll == WEFT_COLL_BARRIER || (coll == WEFT_COLL_REDUCE && rank != root) ||
+      (coll == WEFT_COLL_GATHER && !is_root))
+    return "";
   std::string diff = typed_compare(d, recv, want.data(), recv_n);
   if (!diff.empty()) return "rank " + std::to_string(rank) + ": " + what + ": " + diff;
   return "";

@@ -157,6 +157,8 @@ TEST(ReportTest, SizeWalk) {
             (std::vector<size_t>{1024, 2048, 3072, 4096}));
   // all_gather rounds to whole elements per rank: 3 ranks of float32 move multiples of 12 B.
   EXPECT_EQ(Walk(WEFT_COLL_ALL_GATHER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
+  EXPECT_EQ(Walk(WEFT_COLL_GATHER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
+  EXPECT_EQ(Walk(WEFT_COLL_SCATTER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
   EXPECT_EQ(Walk(WEFT_COLL_BARRIER, 8, 1, 8, 1024, 2, 0), (std::vector<size_t>{0}));
 }
 
@@ -174,6 +176,8 @@ TEST(ReportTest, BusFactorsAsNcclTests) {
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_ALL_GATHER, 8), 0.875);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_REDUCE_SCATTER, 8), 0.875);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_BROADCAST, 8), 1.0);
+  EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_GATHER, 8), 0.875);
+  EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_SCATTER, 8), 0.875);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_REDUCE, 8), 1.0);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_BARRIER, 8), 0.0);
 }

@@ -11,6 +11,8 @@ double simrep_bus_factor(weft_coll_t coll, int p) {
       return 2.0 * (p - 1) / p;
     case WEFT_COLL_ALL_GATHER:
     case WEFT_COLL_REDUCE_SCATTER:
+    case WEFT_COLL_GATHER:
+    case WEFT_COLL_SCATTER:
       return (double)(p - 1) / p;
     case WEFT_COLL_BROADCAST:
     case WEFT_COLL_REDUCE:
@@ -26,8 +28,10 @@ simrep_shape_t simrep_shape(weft_coll_t coll, int nranks, size_t esize, size_t b
   simrep_shape_t sh = {0, 0, 0};
   if (coll == WEFT_COLL_BARRIER) return sh;
   size_t count = bytes / esize;
-  if (coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER) {
-    /* nccl-tests: every rank contributes count / p elements; the size is what they add up to. */
+  if (coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER ||
+      coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER) {
+    /* nccl-tests: every rank contributes count / p elements; the size is what they add up to
+     * (gather and scatter: the root's whole buffer). */
     sh.sched_count = count / (size_t)nranks;
     count = sh.sched_count * (size_t)nranks;
   } else {

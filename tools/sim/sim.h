@@ -51,8 +51,9 @@ typedef struct {
  * one node, headers on. */
 void sim_model_defaults(sim_model_t *m);
 
-/* One call. count follows weft.h (all_gather: sendcount, reduce_scatter: recvcount). root: the
- * root of broadcast and reduce; for send and recv, rank 0 sends to rank `root`. */
+/* One call. count follows weft.h (all_gather, gather: sendcount; reduce_scatter, scatter:
+ * recvcount). root: the root of broadcast, reduce, gather and scatter; for send and recv, rank 0
+ * sends to rank `root`. */
 typedef struct {
   weft_coll_t coll;
   weft_algo_t algo;

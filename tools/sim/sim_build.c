@@ -176,7 +176,8 @@ static weft_result_t check_call(const sim_call_t *c) {
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s: rank 0 sends to the root, which must be in 1..%d (got %d of %d ranks)",
                     weft_coll_name(c->coll), c->nranks - 1, c->root, c->nranks);
-  if ((c->coll == WEFT_COLL_BROADCAST || c->coll == WEFT_COLL_REDUCE) &&
+  if ((c->coll == WEFT_COLL_BROADCAST || c->coll == WEFT_COLL_REDUCE ||
+       c->coll == WEFT_COLL_GATHER || c->coll == WEFT_COLL_SCATTER) &&
       (c->root < 0 || c->root >= c->nranks))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: root %d outside 0..%d", weft_coll_name(c->coll),
                     c->root, c->nranks - 1);

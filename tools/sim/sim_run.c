@@ -30,13 +30,20 @@ static int head(const sim_stream_t *st, int *op, size_t *slice) {
   return 1;
 }
 
+/* Slices of op `oi` whose dependency has been met (schedule.h's rule, as the executor's). */
+static size_t dep_ready(const sim_rank_t *r, int oi) {
+  const sched_op_t *op = &r->s.ops[oi];
+  if (op->dep < 0) return r->nslices[oi];
+  return sched_dep_ready(op->dep, op->dep_whole, r->nslices[oi], r->done[op->dep],
+                         r->nslices[op->dep]);
+}
+
 /* Posted: the stream has a free slot and the op's dependency has completed this slice. */
 static int posted(const sim_world_t *w, const sim_rank_t *r, const sim_stream_t *st) {
   int op;
   size_t j;
   if (st->count >= w->m->window || !head(st, &op, &j)) return 0;
-  int dep = op < 0 ? -1 : r->s.ops[op].dep;
-  return dep < 0 || r->done[dep] > j;
+  return op < 0 || dep_ready(r, op) > j;
 }
 
 static double head_bytes(const sim_world_t *w, const sim_rank_t *r, const sim_stream_t *st) {
@@ -90,8 +97,7 @@ static weft_result_t queue_copies(sim_world_t *w, int rank) {
   sim_rank_t *r = &w->ranks[rank];
   for (int k = 0; k < r->ncopies; k++) {
     int oi = r->copies[k];
-    int dep = r->s.ops[oi].dep;
-    while (r->queued[oi] < r->nslices[oi] && (dep < 0 || r->done[dep] > r->queued[oi])) {
+    while (r->queued[oi] < dep_ready(r, oi)) {
       double bytes = sim_slice_bytes(w, r, oi, r->queued[oi]++);
       sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * w->m->beta_mem};
       WEFT_CHECK(cpu_push(w, rank, t));
