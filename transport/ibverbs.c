@@ -543,8 +543,11 @@ static const char *status_hint(enum ibv_wc_status s) {
     case IBV_WC_RNR_RETRY_EXC_ERR:
       return " (peer dead or unreachable)";
     case IBV_WC_REM_ACCESS_ERR:
-    case IBV_WC_REM_INV_REQ_ERR:
       return " (the peer's memory registration is gone: did it close the connection?)";
+    case IBV_WC_REM_INV_REQ_ERR:
+      return " (the peer refused the request: its queue pair or registration is gone, or it "
+             "took a retransmission for a new request; with a short WEFT_IB_TIMEOUT, try a "
+             "longer one)";
     default:
       return "";
   }
