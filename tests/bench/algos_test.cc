@@ -77,6 +77,32 @@ TEST(Algos, UnsupportedNamesWhatThereIs) {
       << err;
 }
 
+// gather and scatter: -A all times the binomial tree and the linear schedule, in that order;
+// either name alone gives that one, and a name they lack lists the two.
+TEST(Algos, GatherAndScatterHaveTreeAndLinear) {
+  for (bench_coll_t c : {BENCH_GATHER, BENCH_SCATTER}) {
+    weft_algo_t out[WEFT_NUM_ALGOS];
+    int n;
+    Resolve(c, "all", &n, out);
+    ASSERT_EQ(n, 2) << bench_coll_name(c);
+    EXPECT_EQ(out[0], WEFT_ALGO_TREE);
+    EXPECT_EQ(out[1], WEFT_ALGO_LINEAR);
+    Resolve(c, "linear", &n, out);
+    ASSERT_EQ(n, 1);
+    EXPECT_EQ(out[0], WEFT_ALGO_LINEAR);
+    Resolve(c, "tree", &n, out);
+    ASSERT_EQ(n, 1);
+    EXPECT_EQ(out[0], WEFT_ALGO_TREE);
+    std::string err = Resolve(c, "ring", &n);
+    EXPECT_EQ(n, -1);
+    EXPECT_EQ(err, std::string("-A: ") + bench_coll_name(c) +
+                       " has no 'ring' algorithm in this build (it has: tree, linear)");
+  }
+  int n;
+  std::string err = Resolve(BENCH_ALL_REDUCE, "linear", &n);
+  EXPECT_EQ(n, -1) << err;
+}
+
 TEST(Algos, SendrecvNeedsBothHalves) {
   for (int a = 0; a < WEFT_NUM_ALGOS; a++) {
     weft_algo_t algo = static_cast<weft_algo_t>(a);

@@ -183,9 +183,11 @@ TEST(Args, Collectives) {
   EXPECT_EQ(Parse({"-C", "sendrecv"}).args.coll, BENCH_SENDRECV);
   EXPECT_EQ(Parse({"-Cbarrier"}).args.coll, BENCH_BARRIER);
   EXPECT_EQ(Parse({"-C", "barrier"}).args.coll_given, 1);
+  EXPECT_EQ(Parse({"-C", "gather"}).args.coll, BENCH_GATHER);
+  EXPECT_EQ(Parse({"--coll=scatter"}).args.coll, BENCH_SCATTER);
   EXPECT_EQ(Parse({}).args.coll_given, 0);
   ExpectError({"-C", "alltoall"}, "-C: unknown collective 'alltoall' (all_reduce broadcast");
-  ExpectError({"-C", "gather"}, "sendrecv barrier)");
+  ExpectError({"-C", "all_to_all"}, "sendrecv barrier gather scatter)");
   for (int c = 0; c < BENCH_NUM_COLLS; c++) {
     bench_coll_t parsed;
     const char *name = bench_coll_name(static_cast<bench_coll_t>(c));
@@ -201,6 +203,8 @@ TEST(Args, CollectiveProperties) {
   EXPECT_EQ(bench_coll_weft(BENCH_REDUCE_SCATTER), WEFT_COLL_REDUCE_SCATTER);
   EXPECT_EQ(bench_coll_weft(BENCH_SENDRECV), WEFT_COLL_SEND);
   EXPECT_EQ(bench_coll_weft(BENCH_BARRIER), WEFT_COLL_BARRIER);
+  EXPECT_EQ(bench_coll_weft(BENCH_GATHER), WEFT_COLL_GATHER);
+  EXPECT_EQ(bench_coll_weft(BENCH_SCATTER), WEFT_COLL_SCATTER);
   EXPECT_EQ(bench_coll_weft(BENCH_NUM_COLLS), WEFT_NUM_COLLS);
   int reducing = 0, rooted = 0;
   for (int c = 0; c < BENCH_NUM_COLLS; c++) {
@@ -208,9 +212,13 @@ TEST(Args, CollectiveProperties) {
     rooted += bench_coll_rooted(static_cast<bench_coll_t>(c));
   }
   EXPECT_EQ(reducing, 3);  // all_reduce, reduce, reduce_scatter
-  EXPECT_EQ(rooted, 2);    // broadcast, reduce
+  EXPECT_EQ(rooted, 4);    // broadcast, reduce, gather, scatter
   EXPECT_TRUE(bench_coll_reduces(BENCH_REDUCE_SCATTER));
   EXPECT_TRUE(bench_coll_rooted(BENCH_REDUCE));
+  EXPECT_TRUE(bench_coll_rooted(BENCH_GATHER));
+  EXPECT_TRUE(bench_coll_rooted(BENCH_SCATTER));
+  EXPECT_FALSE(bench_coll_reduces(BENCH_GATHER));
+  EXPECT_FALSE(bench_coll_reduces(BENCH_SCATTER));
 }
 
 TEST(Args, Algo) {
@@ -293,6 +301,14 @@ TEST(Args, RootAgainstWorld) {
   EXPECT_STREQ(err, "-r: root 2 is not a rank of this job of 2 ranks");
   p = Parse({"-C", "all_gather", "-r", "2"});
   EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_OK);
+  for (const char *c : {"gather", "scatter"}) {
+    p = Parse({"-C", c, "-r", "2"});
+    ASSERT_EQ(p.rc, BENCH_ARGS_OK) << c;
+    EXPECT_EQ(p.args.root, 2) << c;
+    EXPECT_EQ(bench_args_check_world(&p.args, 3, err, sizeof err), BENCH_ARGS_OK) << c;
+    EXPECT_EQ(bench_args_check_world(&p.args, 2, err, sizeof err), BENCH_ARGS_ERROR) << c;
+    EXPECT_STREQ(err, "-r: root 2 is not a rank of this job of 2 ranks") << c;
+  }
 }
 
 TEST(Args, SendrecvNeedsTwoRanks) {

@@ -30,8 +30,8 @@ TEST(Bw, BroadcastBusBwIsAlgBw) {
 }
 
 // PERFORMANCE.md's factors: all_gather and reduce_scatter (n-1)/n of algbw, which nccl-tests
-// computes from the whole gathered (scattered) buffer; broadcast, reduce, sendrecv 1; barrier moves
-// no data.
+// computes from the whole gathered (scattered) buffer, and so gather_perf and scatter_perf from
+// the root's; broadcast, reduce, sendrecv 1; barrier moves no data.
 TEST(Bw, FactorPerCollective) {
   for (int n : {1, 2, 3, 4, 8, 13}) {
     double d = n;
@@ -42,7 +42,10 @@ TEST(Bw, FactorPerCollective) {
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_REDUCE, n), 1.0) << n;
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_SENDRECV, n), 1.0) << n;
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_BARRIER, n), 0.0) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_GATHER, n), (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_SCATTER, n), (d - 1) / d) << n;
   }
+  EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_GATHER, 1), 0.0);  // one rank: nothing crosses
   EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_GATHER, 0), 0.0);
   EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_NUM_COLLS, 4), 0.0);
 }
@@ -52,6 +55,13 @@ TEST(Bw, AllGatherUsesTheTotalSize) {
   bench_bw_t bw = bench_bw(BENCH_ALL_GATHER, 4, 1u << 30, 1e6);
   EXPECT_DOUBLE_EQ(bw.algbw, 1.073741824);
   EXPECT_DOUBLE_EQ(bw.busbw, 1.073741824 * 0.75);
+  // gather_perf: the root's whole buffer over the time, 7/8 of it on 8 ranks.
+  bw = bench_bw(BENCH_GATHER, 8, 1u << 30, 1e6);
+  EXPECT_DOUBLE_EQ(bw.algbw, 1.073741824);
+  EXPECT_DOUBLE_EQ(bw.busbw, 1.073741824 * 0.875);
+  bw = bench_bw(BENCH_SCATTER, 2, 1u << 30, 2e6);
+  EXPECT_DOUBLE_EQ(bw.algbw, 1.073741824 / 2);
+  EXPECT_DOUBLE_EQ(bw.busbw, 1.073741824 / 4);
   bw = bench_bw(BENCH_BARRIER, 4, 0, 12.5);
   EXPECT_EQ(bw.algbw, 0.0);
   EXPECT_EQ(bw.busbw, 0.0);

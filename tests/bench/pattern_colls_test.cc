@@ -22,7 +22,7 @@ using Buf = std::vector<char>;
 
 struct World {
   bench_pattern_t p;
-  std::vector<Buf> send;  // per rank, bench_pattern_send_count elements
+  std::vector<Buf> send;  // per rank, bench_pattern_send_count elements (none: an empty Buf)
   size_t esize;
 };
 
@@ -31,7 +31,7 @@ World Make(bench_coll_t coll, weft_dtype_t dt, weft_op_t op, int n, int root) {
   bench_pattern_init(&w.p, coll, dt, op, n, root);
   w.esize = bench_dtype_size(dt);
   for (int r = 0; r < n; r++) {
-    w.send.emplace_back(bench_pattern_send_count(&w.p, kCount) * w.esize);
+    w.send.emplace_back(bench_pattern_send_count(&w.p, r, kCount) * w.esize);
     bench_pattern_fill_send(&w.p, r, w.send.back().data(), kCount);
   }
   return w;
@@ -125,6 +125,45 @@ TEST_P(CollPattern, AllGather) {
   }
 }
 
+// gather: the root's buffer is the ranks' send buffers end to end; the other ranks have nothing
+// to check. scatter: rank r receives the root's block r; only the root's send buffer is filled.
+TEST_P(CollPattern, GatherAndScatter) {
+  weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
+  for (int n : kWorlds) {
+    int root = n / 2;
+    World g = Make(BENCH_GATHER, dt, WEFT_MAX, n, root);
+    std::string name = Name(BENCH_GATHER, dt, WEFT_MAX, n);
+    Buf gathered;
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ(g.send[r].size(), kCount * g.esize) << name;
+      gathered.insert(gathered.end(), g.send[r].begin(), g.send[r].end());
+    }
+    EXPECT_EQ(Check(g, root, gathered), 0u) << name;
+    for (int r = 0; r < n; r++) {
+      if (r != root) EXPECT_EQ(Check(g, r, Buf()), 0u) << name << " rank " << r;
+    }
+    World s = Make(BENCH_SCATTER, dt, WEFT_SUM, n, root);
+    name = Name(BENCH_SCATTER, dt, WEFT_SUM, n);
+    ASSERT_EQ(s.send[root].size(), n * kCount * s.esize) << name;
+    for (int r = 0; r < n; r++) {
+      if (r != root) EXPECT_TRUE(s.send[r].empty()) << name << " rank " << r;
+      Buf block = Slice(s.send[root], r * kCount, kCount, s.esize);
+      EXPECT_EQ(Check(s, r, block), 0u) << name << " rank " << r;
+    }
+    if (n == 1) continue;
+    // gather: blocks of the root and the next rank swapped; scatter: the wrong block.
+    Buf swapped = gathered;
+    int next = (root + 1) % n;
+    std::copy(g.send[next].begin(), g.send[next].end(), swapped.begin() + root * kCount * g.esize);
+    std::copy(g.send[root].begin(), g.send[root].end(), swapped.begin() + next * kCount * g.esize);
+    size_t wrong = Check(g, root, swapped);
+    EXPECT_GT(wrong, kCount) << name;
+    EXPECT_LE(wrong, 2 * kCount) << name;
+    Buf other = Slice(s.send[root], next * kCount, kCount, s.esize);
+    EXPECT_GT(Check(s, root, other), kCount / 2) << name;
+  }
+}
+
 TEST_P(CollPattern, BroadcastAndSendrecv) {
   weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
   for (int n : kWorlds) {
@@ -148,8 +187,8 @@ TEST_P(CollPattern, BroadcastAndSendrecv) {
   }
 }
 
-// Poisoned receive buffers are wrong everywhere; reduce's non-root ranks and barrier have
-// nothing to check.
+// Poisoned receive buffers are wrong everywhere; reduce's and gather's non-root ranks and
+// barrier have nothing to check, and scatter's non-root ranks nothing to send.
 TEST_P(CollPattern, PoisonIsWrongEverywhere) {
   weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
   for (int c = 0; c < BENCH_NUM_COLLS; c++) {
@@ -167,15 +206,19 @@ TEST_P(CollPattern, PoisonIsWrongEverywhere) {
                                            bench_pattern_expected_recv(&p, r, kCount, i)));
           }
         }
-        size_t expect_recv = c == BENCH_ALL_GATHER ? n * kCount : kCount;
+        // Rank 1 is the root.
+        size_t expect_recv = c == BENCH_ALL_GATHER || c == BENCH_GATHER ? n * kCount : kCount;
         if (c == BENCH_BARRIER) expect_recv = 0;
         EXPECT_EQ(bench_pattern_recv_count(&p, 1, kCount), expect_recv) << c;
-        if (c == BENCH_REDUCE) {
+        if (c == BENCH_REDUCE || c == BENCH_GATHER) {
           EXPECT_EQ(bench_pattern_recv_count(&p, 0, kCount), 0u);
         }
-        size_t expect_send = c == BENCH_REDUCE_SCATTER ? n * kCount : kCount;
+        size_t expect_send = c == BENCH_REDUCE_SCATTER || c == BENCH_SCATTER ? n * kCount : kCount;
         if (c == BENCH_BARRIER) expect_send = 0;
-        EXPECT_EQ(bench_pattern_send_count(&p, kCount), expect_send) << c;
+        EXPECT_EQ(bench_pattern_send_count(&p, 1, kCount), expect_send) << c;
+        if (c == BENCH_SCATTER) {
+          EXPECT_EQ(bench_pattern_send_count(&p, 0, kCount), 0u);
+        }
       }
     }
   }

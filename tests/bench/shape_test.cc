@@ -59,6 +59,34 @@ TEST(Shape, ReduceScatterFollowsNcclTests) {
   EXPECT_EQ(s.bytes, 24u * 5 * 8);
 }
 
+// gather_perf and scatter_perf: the size is the root's whole buffer, the count per rank as
+// all_gather's and reduce_scatter's, and so are the in-place layouts (at the root).
+TEST(Shape, GatherAndScatterFollowNcclTests) {
+  bench_shape_t g = bench_shape(BENCH_GATHER, 4, 4, 4096);
+  EXPECT_EQ(g.bytes, 4096u);
+  EXPECT_EQ(g.count, 256u);  // sendcount
+  EXPECT_EQ(g.send_count, 256u);
+  EXPECT_EQ(g.recv_count, 1024u);
+  EXPECT_EQ(g.send_offset, 256u);  // in place: sendbuf = recvbuf + root * count
+  EXPECT_EQ(g.recv_offset, 0u);
+  EXPECT_TRUE(g.has_in_place);
+  bench_shape_t s = bench_shape(BENCH_SCATTER, 4, 4, 4096);
+  EXPECT_EQ(s.bytes, 4096u);
+  EXPECT_EQ(s.count, 256u);  // recvcount
+  EXPECT_EQ(s.send_count, 1024u);
+  EXPECT_EQ(s.recv_count, 256u);
+  EXPECT_EQ(s.send_offset, 0u);
+  EXPECT_EQ(s.recv_offset, 256u);  // in place: recvbuf = sendbuf + root * count
+  EXPECT_TRUE(s.has_in_place);
+  for (bench_coll_t c : {BENCH_GATHER, BENCH_SCATTER}) {
+    bench_shape_t odd = bench_shape(c, 3, 4, 4096);  // 340 per rank, printed as 4080 B
+    EXPECT_EQ(odd.count, 340u) << c;
+    EXPECT_EQ(odd.bytes, 4080u) << c;
+    EXPECT_EQ(bench_shape_granule(c, 3, 4), 48u) << c;
+    EXPECT_EQ(bench_shape(c, 8, 2, 62).count, 0u) << c;
+  }
+}
+
 TEST(Shape, BarrierMovesNothing) {
   bench_shape_t s = bench_shape(BENCH_BARRIER, 4, 4, 1u << 20);
   EXPECT_EQ(s.bytes, 0u);

@@ -200,7 +200,7 @@ static int apply(const opt_t *o, const char *value, bench_args_t *args, char *er
       if (bench_coll_parse(value, &args->coll) != 0) {
         snprintf(err, errlen,
                  "-C: unknown collective '%s' (all_reduce broadcast reduce all_gather "
-                 "reduce_scatter sendrecv barrier)",
+                 "reduce_scatter sendrecv barrier gather scatter)",
                  value);
         return BENCH_ARGS_ERROR;
       }
@@ -341,12 +341,13 @@ void bench_args_usage(FILE *out) {
       "A benchmark of weft's collectives with the flags and output of nccl-tests.\n"
       "\n"
       "  -C, --coll <name>         all_reduce (default) broadcast reduce all_gather\n"
-      "                            reduce_scatter sendrecv barrier\n"
+      "                            reduce_scatter sendrecv barrier gather scatter\n"
       "  -A, --algo <name>         auto (default: the cost model picks), ring, tree, ..., or\n"
       "                            all: one table per algorithm the collective has\n"
       "  -b, --minbytes <size>     smallest size (default 32M); sizes take K, M, G (x1024)\n"
-      "  -e, --maxbytes <size>     largest size (default 32M); all_gather and reduce_scatter\n"
-      "                            size the whole gathered/scattered buffer, as nccl-tests\n"
+      "  -e, --maxbytes <size>     largest size (default 32M); all_gather, reduce_scatter,\n"
+      "                            gather and scatter size the whole gathered/scattered\n"
+      "                            buffer (gather's and scatter's at the root), as nccl-tests\n"
       "  -f, --stepfactor <n>      multiply the size by n (>= 2) at each step\n"
       "  -i, --stepbytes <size>    add this to the size at each step when -f is not given "
       "(default 1M)\n"
@@ -357,7 +358,7 @@ void bench_args_usage(FILE *out) {
       "                            float (float32, the default) double (float64)\n"
       "  -o, --op <op>             sum (default) prod min max avg; all_reduce, reduce,\n"
       "                            reduce_scatter\n"
-      "  -r, --root <rank>         root of broadcast and reduce (default 0)\n"
+      "  -r, --root <rank>         root of broadcast, reduce, gather and scatter (default 0)\n"
       "  -a, --average <0|1|2|3>   time reported: 0 rank 0's, 1 average over ranks (default),\n"
       "                            2 minimum, 3 maximum\n"
       "      --tune <file>         measure alpha, beta and gamma, write them to <file> for\n"

@@ -41,7 +41,8 @@ weft_result_t bench_sync(bench_t *b);
 /* The first `bytes` of both buffers from the host mirrors to the device, or back. */
 weft_result_t bench_device_upload(bench_t *b, size_t bytes);
 weft_result_t bench_device_download(bench_t *b, size_t bytes);
-/* Where a pointer into send/recv lies in the host mirrors (itself on host buffers). */
+/* Where a pointer into send/recv lies in the host mirrors (itself on host buffers; NULL stays
+ * NULL). */
 void *bench_host_view(const bench_t *b, void *p);
 
 /* Prints a failed weft call with the rank and weft's message; returns res. */

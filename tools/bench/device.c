@@ -84,7 +84,7 @@ weft_result_t bench_device_download(bench_t *b, size_t bytes) {
 }
 
 void *bench_host_view(const bench_t *b, void *p) {
-  if (!b->dev) return p;
+  if (!b->dev || !p) return p;
   char *c = p;
   if (c >= (char *)b->send && c < (char *)b->send + b->alloc)
     return (char *)b->host_send + (c - (char *)b->send);

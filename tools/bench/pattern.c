@@ -62,7 +62,7 @@ void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtyp
   p->lo = limits[d].lo;
   p->span = (uint64_t)limits[d].hi - (uint64_t)limits[d].lo + 1;
   p->moves = coll == BENCH_BROADCAST || coll == BENCH_ALL_GATHER || coll == BENCH_SENDRECV ||
-             coll == BENCH_BARRIER;
+             coll == BENCH_BARRIER || coll == BENCH_GATHER || coll == BENCH_SCATTER;
   if (p->moves || op == WEFT_MIN || op == WEFT_MAX) {
     p->mode = MODE_RANGE;
   } else if (op == WEFT_PROD) {
@@ -227,46 +227,55 @@ size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t cou
   return check_range(p, p->root, buf, 0, count);
 }
 
-/* ---- weft.h's layouts. all_gather's gathered buffer is rank 0's input sequence; rank r sends
- * its part r*count .. (r+1)*count-1. */
+/* ---- weft.h's layouts. all_gather's and gather's gathered buffer is rank 0's input sequence;
+ * rank r sends its part r*count .. (r+1)*count-1. Scatter's root sends its own sequence, of
+ * which rank r receives the same part. */
+
+static int gathers(const bench_pattern_t *p) {
+  return p->coll == BENCH_ALL_GATHER || p->coll == BENCH_GATHER;
+}
+
+static int scatters(const bench_pattern_t *p) {
+  return p->coll == BENCH_REDUCE_SCATTER || p->coll == BENCH_SCATTER;
+}
 
 /* Whose input sequence a rank's buffers are cut from, and whose its output must show. */
-static int fill_rank(const bench_pattern_t *p, int rank) {
-  return p->coll == BENCH_ALL_GATHER ? 0 : rank;
-}
+static int fill_rank(const bench_pattern_t *p, int rank) { return gathers(p) ? 0 : rank; }
 
 static int source_rank(const bench_pattern_t *p, int rank) {
   switch (p->coll) {
     case BENCH_ALL_GATHER:
+    case BENCH_GATHER:
       return 0;
     case BENCH_SENDRECV:
       return (rank % p->nranks + p->nranks - 1) % p->nranks;
     default:
-      return p->root; /* broadcast's source; the reductions do not use it */
+      return p->root; /* broadcast's and scatter's source; the reductions do not use it */
   }
 }
 
 static uint64_t send_first(const bench_pattern_t *p, int rank, size_t count) {
-  return p->coll == BENCH_ALL_GATHER ? (uint64_t)rank * count : 0;
+  return gathers(p) ? (uint64_t)rank * count : 0;
 }
 
 static uint64_t recv_first(const bench_pattern_t *p, int rank, size_t count) {
-  return p->coll == BENCH_REDUCE_SCATTER ? (uint64_t)rank * count : 0;
+  return scatters(p) ? (uint64_t)rank * count : 0;
 }
 
-size_t bench_pattern_send_count(const bench_pattern_t *p, size_t count) {
-  if (p->coll == BENCH_BARRIER) return 0;
-  return p->coll == BENCH_REDUCE_SCATTER ? count * (size_t)p->nranks : count;
+size_t bench_pattern_send_count(const bench_pattern_t *p, int rank, size_t count) {
+  if (p->coll == BENCH_BARRIER || (p->coll == BENCH_SCATTER && rank != p->root)) return 0;
+  return scatters(p) ? count * (size_t)p->nranks : count;
 }
 
 size_t bench_pattern_recv_count(const bench_pattern_t *p, int rank, size_t count) {
-  if (p->coll == BENCH_BARRIER || (p->coll == BENCH_REDUCE && rank != p->root)) return 0;
-  return p->coll == BENCH_ALL_GATHER ? count * (size_t)p->nranks : count;
+  if (p->coll == BENCH_BARRIER) return 0;
+  if ((p->coll == BENCH_REDUCE || p->coll == BENCH_GATHER) && rank != p->root) return 0;
+  return gathers(p) ? count * (size_t)p->nranks : count;
 }
 
 void bench_pattern_fill_send(const bench_pattern_t *p, int rank, void *buf, size_t count) {
   fill_range(p, fill_rank(p, rank), buf, send_first(p, rank, count),
-             bench_pattern_send_count(p, count));
+             bench_pattern_send_count(p, rank, count));
 }
 
 int64_t bench_pattern_expected_recv(const bench_pattern_t *p, int rank, size_t count, size_t i) {

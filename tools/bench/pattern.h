@@ -25,13 +25,15 @@ extern "C" {
  * - prod: x in {1, 2} (and -1, -2 for signed dtypes) with at most as many 2s as the result can
  *   hold as a power of two (2^6 for int8, 2^15 for fp16).
  * - min, max: x = lo + ((h(i) + ((rank + i) mod nranks)) mod span) over the dtype's exact range.
- * - broadcast, all_gather, sendrecv (data that only moves): the same values as min/max, whatever
- *   the op; the result is the source rank's data.
+ * - broadcast, all_gather, sendrecv, gather, scatter (data that only moves): the same values as
+ *   min/max, whatever the op; the result is the source rank's data.
  *
  * The index is global across ranks where weft.h's layout splits a buffer: reduce_scatter's
  * inputs are indexed 0 .. n*count-1 and rank r's output holds the results of r*count ...;
  * all_gather's gathered buffer is one sequence (rank 0's inputs at indices 0 .. n*count-1), of
- * which rank r contributes r*count .... A block at the wrong place therefore shows.
+ * which rank r contributes r*count ...; gather's root receives the same sequence. Scatter's root
+ * sends its own inputs 0 .. n*count-1 and rank r must receive r*count .... A block at the wrong
+ * place therefore shows.
  */
 typedef struct {
   bench_coll_t coll;
@@ -40,7 +42,8 @@ typedef struct {
   int nranks;
   int root;
   int mode;         /* which of the shapes above */
-  int moves;        /* broadcast, all_gather, sendrecv: the output is some rank's input */
+  int moves;        /* broadcast, all_gather, sendrecv, gather, scatter: the output is some
+                     * rank's input */
   int is_signed;    /* negative values allowed */
   int64_t bound;    /* sum/avg: the largest |x| of one rank */
   int64_t period;   /* sum: P = min(nranks, bound + 1) */
@@ -71,12 +74,14 @@ void bench_pattern_poison(const bench_pattern_t *p, void *buf, size_t count);
 size_t bench_pattern_check(const bench_pattern_t *p, const void *buf, size_t count);
 
 /* ---- One rank's buffers of one call, in weft.h's layout for p's collective. `count` is weft's
- * count argument (per rank: all_gather's sendcount, reduce_scatter's recvcount). */
+ * count argument (per rank: all_gather's and gather's sendcount, reduce_scatter's and scatter's
+ * recvcount). */
 
-/* Elements in rank's send buffer (n*count for reduce_scatter, 0 for barrier) and in its receive
- * buffer (n*count for all_gather; 0 for barrier and for reduce on a rank other than the root:
- * nothing to check there). */
-size_t bench_pattern_send_count(const bench_pattern_t *p, size_t count);
+/* Elements in rank's send buffer (n*count for reduce_scatter and scatter's root; 0 for barrier
+ * and for scatter on a rank other than the root, whose send buffer weft does not read) and in
+ * its receive buffer (n*count for all_gather and gather's root; 0 for barrier and for reduce and
+ * gather on a rank other than the root: nothing to check there). */
+size_t bench_pattern_send_count(const bench_pattern_t *p, int rank, size_t count);
 size_t bench_pattern_recv_count(const bench_pattern_t *p, int rank, size_t count);
 
 /* Writes rank's inputs into its send buffer. */

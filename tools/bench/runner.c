@@ -51,12 +51,15 @@ weft_result_t bench_call(bench_t *b, bench_coll_t coll, weft_algo_t algo, const 
 }
 
 /* The buffers of one call: out of place the two allocations; in place weft.h's layout inside
- * the receive allocation (shape.h's offsets). */
-static void buffers(const bench_t *b, const bench_shape_t *sh, int in_place, void **send,
-                    void **recv) {
+ * the receive allocation (shape.h's offsets). Out of place, a rank other than the root passes
+ * NULL for the buffer weft.h says gather and scatter do not use there (gather's recvbuf,
+ * scatter's sendbuf); in place it passes nccl-tests' layout, whose other pointer weft ignores. */
+static void buffers(const bench_t *b, bench_coll_t coll, const bench_shape_t *sh, int in_place,
+                    void **send, void **recv) {
   if (!in_place) {
-    *send = b->send;
-    *recv = b->recv;
+    int root = b->rank == b->args.root;
+    *send = coll == BENCH_SCATTER && !root ? NULL : b->send;
+    *recv = coll == BENCH_GATHER && !root ? NULL : b->recv;
     return;
   }
   char *base = b->recv;
@@ -67,7 +70,7 @@ static void buffers(const bench_t *b, const bench_shape_t *sh, int in_place, voi
 weft_result_t bench_time(bench_t *b, bench_coll_t coll, weft_algo_t algo, const bench_shape_t *sh,
                          int in_place, bench_average_t average, double *time_us) {
   void *send, *recv;
-  buffers(b, sh, in_place, &send, &recv);
+  buffers(b, coll, sh, in_place, &send, &recv);
   const char *what = bench_coll_name(coll);
   for (int i = 0; i < b->args.warmup; i++) {
     BENCH_CHECK(b, bench_call(b, coll, algo, send, recv, sh->count), what, sh->bytes);
@@ -107,7 +110,7 @@ weft_result_t bench_check(bench_t *b, bench_coll_t coll, weft_algo_t algo, const
   bench_pattern_t p;
   bench_pattern_init(&p, coll, b->args.dtype, b->args.op, b->nranks, b->args.root);
   void *send, *recv;
-  buffers(b, sh, in_place, &send, &recv);
+  buffers(b, coll, sh, in_place, &send, &recv);
   /* Poison first: in place, the input then overwrites what of the output it shares. A
    * broadcast's in-place buffer on a non-root rank is output only: it stays poisoned. */
   bench_pattern_poison_recv(&p, b->rank, bench_host_view(b, recv), sh->count);

@@ -1,11 +1,13 @@
 /* shape.c -- sizes, counts and in-place offsets per collective, as nccl-tests computes them. */
 #include "tools/bench/shape.h"
 
-/* nccl-tests' ALIGN in all_gather.cu and reduce_scatter.cu: per-rank counts are multiples of 4. */
+/* nccl-tests' ALIGN in all_gather.cu and reduce_scatter.cu: per-rank counts are multiples of 4.
+ * Gather and scatter are cut the same way. */
 #define SPLIT_ALIGN 4
 
 static int splits(bench_coll_t coll) {
-  return coll == BENCH_ALL_GATHER || coll == BENCH_REDUCE_SCATTER;
+  return coll == BENCH_ALL_GATHER || coll == BENCH_REDUCE_SCATTER || coll == BENCH_GATHER ||
+         coll == BENCH_SCATTER;
 }
 
 size_t bench_shape_granule(bench_coll_t coll, int nranks, size_t eltsize) {
@@ -23,7 +25,7 @@ bench_shape_t bench_shape(bench_coll_t coll, int nranks, size_t eltsize, size_t 
     s.count = elems / (SPLIT_ALIGN * n) * SPLIT_ALIGN;
     s.bytes = s.count * n * eltsize;
     s.has_in_place = 1;
-    if (coll == BENCH_ALL_GATHER) {
+    if (coll == BENCH_ALL_GATHER || coll == BENCH_GATHER) {
       s.send_count = s.count;
       s.recv_count = s.count * n;
       s.send_offset = s.count;

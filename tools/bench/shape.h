@@ -21,10 +21,13 @@ extern "C" {
  *   reduce_scatter  S (scattered)   S/e/n, 4-align   n c    c      recv = send + r c
  *   sendrecv        S               S/e              c      c      none
  *   barrier         0               0                0      0      none
+ *   gather          S (root's)      S/e/n, 4-align   c      n c    send = recv + r c
+ *   scatter         S (root's)      S/e/n, 4-align   n c    c      recv = send + r c
  *
- * The count is what weft's call takes (all_gather's sendcount, reduce_scatter's recvcount).
- * nccl-tests rounds the per-rank count of all_gather and reduce_scatter down to a multiple of 4
- * elements and prints the resulting total as the size. */
+ * The count is what weft's call takes (all_gather's and gather's sendcount, reduce_scatter's and
+ * scatter's recvcount). nccl-tests rounds the per-rank count of these four down to a multiple of
+ * 4 elements and prints the resulting total as the size. Gather's n c receive buffer and
+ * scatter's n c send buffer are the root's; the other ranks pass NULL there (weft.h). */
 typedef struct {
   size_t bytes;       /* the size column: max(send, recv) bytes */
   size_t count;       /* the count column: elements per rank, weft's count argument */
@@ -39,7 +42,7 @@ typedef struct {
 bench_shape_t bench_shape(bench_coll_t coll, int nranks, size_t eltsize, size_t bytes);
 
 /* What sweep sizes are rounded down to so that each gives a distinct row: the element size, or
- * 4 n elements for all_gather and reduce_scatter. */
+ * 4 n elements for all_gather, reduce_scatter, gather and scatter. */
 size_t bench_shape_granule(bench_coll_t coll, int nranks, size_t eltsize);
 
 #ifdef __cplusplus

@@ -42,6 +42,8 @@ static const struct {
     [BENCH_REDUCE_SCATTER] = {"reduce_scatter", "reducescatter", WEFT_COLL_REDUCE_SCATTER},
     [BENCH_SENDRECV] = {"sendrecv", "send_recv", WEFT_COLL_SEND},
     [BENCH_BARRIER] = {"barrier", NULL, WEFT_COLL_BARRIER},
+    [BENCH_GATHER] = {"gather", NULL, WEFT_COLL_GATHER},
+    [BENCH_SCATTER] = {"scatter", NULL, WEFT_COLL_SCATTER},
 };
 
 static int coll_ok(bench_coll_t coll) { return (unsigned)coll < BENCH_NUM_COLLS; }
@@ -56,7 +58,10 @@ int bench_coll_reduces(bench_coll_t coll) {
   return coll == BENCH_ALL_REDUCE || coll == BENCH_REDUCE || coll == BENCH_REDUCE_SCATTER;
 }
 
-int bench_coll_rooted(bench_coll_t coll) { return coll == BENCH_BROADCAST || coll == BENCH_REDUCE; }
+int bench_coll_rooted(bench_coll_t coll) {
+  return coll == BENCH_BROADCAST || coll == BENCH_REDUCE || coll == BENCH_GATHER ||
+         coll == BENCH_SCATTER;
+}
 
 int bench_dtype_parse(const char *name, weft_dtype_t *dtype) {
   for (int i = 0; i < WEFT_NUM_DTYPES; i++) {

@@ -19,7 +19,9 @@ typedef enum {
   BENCH_REDUCE_SCATTER = 4,
   BENCH_SENDRECV = 5, /* each rank sends to rank+1 and receives from rank-1 at once */
   BENCH_BARRIER = 6,
-  BENCH_NUM_COLLS = 7
+  BENCH_GATHER = 7,
+  BENCH_SCATTER = 8,
+  BENCH_NUM_COLLS = 9
 } bench_coll_t;
 
 /* The names nccl-tests prints ("half", "float", ...); NULL for an unknown value. */
@@ -30,15 +32,15 @@ const char *bench_coll_name(bench_coll_t coll);
 /* Accepts the names above plus the aliases float16, float32, float64. Returns 0 or -1. */
 int bench_dtype_parse(const char *name, weft_dtype_t *dtype);
 int bench_op_parse(const char *name, weft_op_t *op);
-/* all_reduce, broadcast, reduce, all_gather, reduce_scatter, sendrecv, barrier; also without the
- * underscore (allreduce, ...) and bcast. */
+/* all_reduce, broadcast, reduce, all_gather, reduce_scatter, sendrecv, barrier, gather, scatter;
+ * also without the underscore (allreduce, ...) and bcast. */
 int bench_coll_parse(const char *name, bench_coll_t *coll);
 
 /* The weft operation that carries it (sendrecv: WEFT_COLL_SEND, paired with a WEFT_COLL_RECV). */
 weft_coll_t bench_coll_weft(bench_coll_t coll);
 /* Whether it combines values with -o (all_reduce, reduce, reduce_scatter). */
 int bench_coll_reduces(bench_coll_t coll);
-/* Whether it has a root (-r): broadcast, reduce. */
+/* Whether it has a root (-r): broadcast, reduce, gather, scatter. */
 int bench_coll_rooted(bench_coll_t coll);
 
 /* Element size in bytes (0 for an unknown dtype). */
