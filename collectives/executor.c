@@ -841,7 +841,7 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.bufs[SCHED_SENDBUF] = (char *)sendbuf;
   r.bufs[SCHED_RECVBUF] = recvbuf;
   r.esize = desc->kind == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
-  r.slice_elems = ctx->config->slice_bytes / r.esize;
+  r.slice_elems = (device ? ctx->dev_config : ctx->config)->slice_bytes / r.esize;
   if (r.slice_elems == 0) r.slice_elems = 1;
   r.window =
       ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight : MAX_WINDOW;

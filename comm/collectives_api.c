@@ -198,10 +198,12 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   weft_result_t res = algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes,
                                   &topo, &algo);
   if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
-  size_t slice_elems = c->config.slice_bytes / esize ? c->config.slice_bytes / esize : 1;
+  /* Device calls slice as their connections' slots do (config_for_device). */
+  const weft_config_t *cfg = device ? &c->dev_config : &c->config;
+  size_t slice_elems = cfg->slice_bytes / esize ? cfg->slice_bytes / esize : 1;
   sched_args_t args = {k->coll,    c->rank,   c->nranks,
                        k->count,   k->root,   sh.in_place,
-                       c->node_of, c->nnodes, sched_round_count(slice_elems, c->config.shm_slots)};
+                       c->node_of, c->nnodes, sched_round_count(slice_elems, cfg->shm_slots)};
   coll_desc_t d = {k->coll, algo->algo, *seq, k->count, k->dtype,
                    is_reducing(k->coll) ? k->op : WEFT_SUM, is_rooted(k->coll) ? k->root : -1};
   schedule_t s;

@@ -73,7 +73,7 @@ weft_result_t comm_get_conn(void *owner, int peer, int device, conn_t **out) {
       } else {
         conn_t *host;
         WEFT_CHECK(comm_get_conn(c, peer, 0, &host));
-        WEFT_CHECK(staged_wrap(host, c->dev, &c->config, &c->dev_conns[peer]));
+        WEFT_CHECK(staged_wrap(host, c->dev, &c->dev_config, &c->dev_conns[peer]));
       }
     }
     *out = c->dev_conns[peer];
@@ -184,7 +184,10 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
   /* The device engine first: it decides whether there is a CUDA IPC transport to create. */
   if (!c->dev && strcmp(c->config.device, "none") != 0)
     WEFT_CHECK_CTX(dev_engine_open(c->config.device, &c->dev), "rank %d", c->rank);
+  c->dev_config = config_for_device(&c->config);
   transport_params_t tp = {c->rank, c->nranks, c->comm_id, &c->config, &c->advertise, c->dev};
+  transport_params_t dev_tp = tp;
+  dev_tp.config = &c->dev_config;
   int want[BOOT_NTRANSPORTS];
   memset(mine, 0, sizeof *mine);
   WEFT_CHECK(transport_mode(c, want));
@@ -196,7 +199,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
     if (t->addr_size > sizeof mine->addr[k])
       return WEFT_ERR(WEFT_ERR_INTERNAL, "rank %d: %s address of %zu bytes does not fit a record",
                       c->rank, t->name, t->addr_size);
-    weft_result_t res = t->create(&tp, &c->transports[k]);
+    weft_result_t res = t->create(k == COMM_CUDA_IPC ? &dev_tp : &tp, &c->transports[k]);
     if (res != WEFT_SUCCESS && k == COMM_CUDA_IPC) {
       /* Device buffers then go staged over the host connection. */
       if (c->config.debug >= 1)
@@ -336,6 +339,7 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   WEFT_CHECK(map_nodes(c, all));
   WEFT_CHECK(choose_transports(c, all));
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
+                         .dev_config = &c->dev_config,
                          .get_conn = comm_get_conn, .owner = c, .dev = c->dev};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first
    * collective. Other peers connect on first use. */
@@ -364,11 +368,12 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
     }
     fprintf(stderr,
             "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
-            "per peer), shm rings of %d slots, slices of %zu bytes, %d in flight, timeout %d ms; "
+            "per peer), shm rings of %d slots, slices of %zu bytes (device buffers: %d slots of "
+            "%zu), %d in flight, timeout %d ms; "
             "cost model alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B\n",
             c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
-            c->config.shm_slots,
-            c->config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
+            c->config.shm_slots, c->config.slice_bytes, c->dev_config.shm_slots,
+            c->dev_config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
             c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);
   }
   return WEFT_SUCCESS;

@@ -22,6 +22,7 @@ struct weft_comm {
   int nnodes;
   uint64_t comm_id;
   weft_config_t config;
+  weft_config_t dev_config; /* config_for_device(&config): device connections and calls */
   /* Indexed like boot_record_t.addr (COMM_TCP, COMM_SHM, COMM_CUDA_IPC, COMM_IB); NULL where not
    * created. */
   transport_t *transports[BOOT_NTRANSPORTS];

@@ -76,6 +76,16 @@ static const knob_t knobs[] = {
     {"WEFT_SHM_SLOTS", "32", KNOB_INT, 2, 1024, KNOB_AT(shm_slots),
      "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection (also TCP's "
      "send staging slots; rings move half that many slices per chunk per round)"},
+    /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
+     * polled): on an H100, 2 ranks over CUDA IPC, all-reduce busbw at 256 MiB was 0.88 GB/s in
+     * 64 KiB slices, 12.6 in 1 MiB and 42 in 4 MiB (results/2026-11-25-first-gpu-run). Fewer,
+     * larger slots keep the memory per peer at 16 MiB a direction. */
+    {"WEFT_DEVICE_SLICE_BYTES", "4194304", KNOB_SIZE, 4096, 1 << 30,
+     KNOB_AT(device_slice_bytes),
+     "pipeline unit of calls on device buffers (CUDA IPC and staged slots are this large)"},
+    {"WEFT_DEVICE_SLOTS", "4", KNOB_INT, 2, 1024, KNOB_AT(device_slots),
+     "slots of WEFT_DEVICE_SLICE_BYTES in each direction of a device connection (CUDA IPC, staged "
+     "send slots); rings on device buffers move half that many slices per chunk per round"},
     {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 1, KNOB_AT(fused_steps),
      "1: a received slice is reduced (or copied) straight into the next peer's slot; 0: into "
      "the output, then sent from there (two passes; for comparison and debugging)"},
@@ -150,4 +160,11 @@ void config_knob_info(int i, const char **name, const char **default_value,
   *name = knobs[i].name;
   *default_value = knobs[i].default_value;
   *description = knobs[i].description;
+}
+
+weft_config_t config_for_device(const weft_config_t *cfg) {
+  weft_config_t d = *cfg;
+  d.slice_bytes = cfg->device_slice_bytes;
+  d.shm_slots = cfg->device_slots;
+  return d;
 }

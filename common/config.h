@@ -30,6 +30,8 @@ typedef struct {
   char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
   char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else ib or tcp), tcp, shm, ib */
   int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
+  size_t device_slice_bytes; /* WEFT_DEVICE_SLICE_BYTES: the slice of calls on device buffers */
+  int device_slots;          /* WEFT_DEVICE_SLOTS: slots per direction of a device connection */
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
   int spin_us;             /* WEFT_SPIN_US: a wait polls (yielding the core) this long, then sleeps */
   char device[16];         /* WEFT_DEVICE: auto, cuda, emulated or none (device/device.h) */
@@ -44,6 +46,11 @@ typedef const char *(*config_getenv_fn)(void *ctx, const char *name);
 /* Fills `cfg` from `get` (NULL: the process environment); rejects malformed or out-of-range
  * values with WEFT_ERR_INVALID_ARGUMENT naming the variable, its value and the valid range. */
 weft_result_t config_load(weft_config_t *cfg, config_getenv_fn get, void *ctx);
+
+/* The configuration calls on device buffers run with: `cfg` with its slice size and slot count
+ * replaced by WEFT_DEVICE_SLICE_BYTES and WEFT_DEVICE_SLOTS (device connections and the executor
+ * read those fields). */
+weft_config_t config_for_device(const weft_config_t *cfg);
 
 /* Number of knobs and their names/defaults/descriptions, for --help output and tests. */
 int config_knob_count(void);

@@ -168,13 +168,16 @@ TEST_P(DeviceMatrix, StagedOverTcp) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, DeviceMatrix, ::testing::Values(1, 2, 3, 4));
 
-// Many slices in flight per step: 1 Mi floats through ring, double tree and Rabenseifner.
+// Many slices in flight per step: 1 Mi floats through ring, double tree and Rabenseifner, in
+// 64 KiB slices (WEFT_DEVICE_SLICE_BYTES) through the default WEFT_DEVICE_SLOTS, so rings run in
+// many rounds of two slices.
 TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
   for (const char* transport : {"auto", "tcp"}) {
     auto results = mp_run(
         4,
         [transport](int rank, int n, int port) -> std::string {
           setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_DEVICE_SLICE_BYTES", "65536", 1);
           Device dev;
           weft_comm_t* comm;
           std::string err = dev.open_and_join(rank, n, port, &comm);
@@ -208,11 +211,13 @@ TEST(DeviceFused, RingWritesEachOutputElementOnce) {
           3,
           [&](int rank, int n, int port) -> std::string {
             setenv("WEFT_TRANSPORT", transport, 1);
+            setenv("WEFT_DEVICE_SLICE_BYTES", "65536", 1);
+            setenv("WEFT_DEVICE_SLOTS", "8", 1);
             Device dev;
             weft_comm_t* comm;
             std::string err = dev.open_and_join(rank, n, port, &comm);
             if (!err.empty()) return err;
-            size_t count = (size_t)n * sched_round_count(65536 / sizeof(float), 32) * 2;
+            size_t count = (size_t)n * sched_round_count(65536 / sizeof(float), 8) * 2;
             size_t bytes = count * sizeof(float);
             exec_stats_t before = comm->exec.stats;
             CallRunner runner = dev.runner();
@@ -234,6 +239,43 @@ TEST(DeviceFused, RingWritesEachOutputElementOnce) {
           300000);
       EXPECT_EQ(mp_summary(results), "") << transport << (in_place ? " in place" : "");
     }
+}
+
+// Calls on device buffers slice by WEFT_DEVICE_SLICE_BYTES, whatever WEFT_SLICE_BYTES says: the
+// same ring all-reduce of 1 MiB per rank's chunk on device buffers goes through 4x as many fused
+// slices with 64 KiB device slices as with 256 KiB ones (host slices 64 KiB both times), over
+// CUDA IPC and staged alike, with the right results.
+TEST(DeviceSlices, DeviceCallsSliceByTheirOwnSize) {
+  for (const char* transport : {"auto", "tcp"}) {
+    auto results = mp_run(
+        3,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_SLICE_BYTES", "65536", 1);
+          uint64_t fused[2] = {0, 0};
+          const char* sizes[2] = {"65536", "262144"};
+          std::string err;
+          for (int k = 0; k < 2 && err.empty(); k++) {
+            setenv("WEFT_DEVICE_SLICE_BYTES", sizes[k], 1);
+            Device dev;
+            weft_comm_t* comm;
+            err = dev.open_and_join(rank, n, port, &comm);
+            if (!err.empty()) break;
+            CallRunner runner = dev.runner();
+            uint64_t before = comm->exec.stats.fused_slices;
+            err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, WEFT_FLOAT32, WEFT_SUM,
+                             (size_t)n * (1u << 18), false, 0, &runner);
+            fused[k] = comm->exec.stats.fused_slices - before;
+            weft_comm_destroy(comm);
+          }
+          if (err.empty() && (fused[1] == 0 || fused[0] != 4 * fused[1]))
+            err = "fused slices: " + std::to_string(fused[0]) + " in 64 KiB device slices, " +
+                  std::to_string(fused[1]) + " in 256 KiB ones (want 4:1)";
+          return err.empty() ? "" : "rank " + std::to_string(rank) + " " + transport + ": " + err;
+        },
+        300000);
+    EXPECT_EQ(mp_summary(results), "") << transport;
+  }
 }
 
 // Rank 2 of 3 is killed in the middle of large device all-reduces, while its neighbours' device
