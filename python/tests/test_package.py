@@ -35,6 +35,8 @@ def test_dtype_enum_matches_the_library():
         assert lib.weft_op_name(int(op)).decode() == op.name.lower()
     for algo in weft.Algo:
         assert lib.weft_algo_name(int(algo)).decode() == algo.name.lower()
+    for coll in weft.Coll:
+        assert lib.weft_coll_name(int(coll)).decode() == coll.name.lower()
     for res in weft.Result:
         assert lib.weft_result_string(int(res))
 

@@ -129,6 +129,38 @@ class Comm:
         return self._call(Coll.REDUCE_SCATTER, send, recv, recv.count, op, 0, algo, async_op,
                           recvbuf)
 
+    def gather(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False):
+        """On the root, recvbuf[r * n + i] = rank r's sendbuf[i] (n = len(sendbuf), recvbuf holds
+        size * n); the other ranks may leave recvbuf out. In place on the root: sendbuf is
+        recvbuf[root * n:(root + 1) * n]. Returns recvbuf."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = None
+        if self._rank == root or recvbuf is not None:
+            if recvbuf is None:
+                raise ValueError("weft: gather: the root needs a recvbuf")
+            recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+            if self._rank == root and recv.count != send.count * self._size:
+                raise ValueError(f"weft: gather: recvbuf holds {recv.count} elements, needs "
+                                 f"{self._size} x {send.count}")
+        return self._call(Coll.GATHER, send, recv, send.count, Op.SUM, root, algo, async_op,
+                          recvbuf)
+
+    def scatter(self, sendbuf, recvbuf, root=0, *, dtype=None, algo=None, async_op=False):
+        """recvbuf[i] = the root's sendbuf[rank * n + i] (n = len(recvbuf)); the root's sendbuf
+        holds size * n, the other ranks may pass None. In place on the root: recvbuf is
+        sendbuf[root * n:(root + 1) * n]. Returns recvbuf."""
+        recv = as_buffer(recvbuf, dtype, writable=True, what="recvbuf")
+        send = None
+        if self._rank == root or sendbuf is not None:
+            if sendbuf is None:
+                raise ValueError("weft: scatter: the root needs a sendbuf")
+            send = as_buffer(sendbuf, dtype or recv.dtype, what="sendbuf")
+            if self._rank == root and send.count != recv.count * self._size:
+                raise ValueError(f"weft: scatter: sendbuf holds {send.count} elements, needs "
+                                 f"{self._size} x {recv.count}")
+        return self._call(Coll.SCATTER, send, recv, recv.count, Op.SUM, root, algo, async_op,
+                          recvbuf)
+
     def barrier(self, *, algo=None, async_op=False):
         """Returns once every rank has entered it."""
         return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)

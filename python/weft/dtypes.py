@@ -46,6 +46,8 @@ class Coll(enum.IntEnum):
     BARRIER = 5
     SEND = 6
     RECV = 7
+    GATHER = 8
+    SCATTER = 9
 
 
 class Algo(enum.IntEnum):
@@ -57,6 +59,7 @@ class Algo(enum.IntEnum):
     RABENSEIFNER = 5
     DISSEMINATION = 6
     HIERARCHICAL = 7
+    LINEAR = 8  # gather, scatter: the root exchanges with every rank directly
 
 
 # Names as numpy spells them (numpy.dtype(...).name); "bfloat16" is what ml_dtypes and similar

@@ -192,6 +192,48 @@ def check_reduce_scatter(c):
     assert np.array_equal(out, expected(size, "int64", "min", 3 * size)[3 * rank:3 * rank + 3])
 
 
+def check_gather(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    want = np.concatenate([np.arange(5) + 100 * r for r in range(size)])
+    for root in range(size):
+        for algo in (None, "linear", "tree"):
+            send = np.arange(5, dtype=np.int64) + 100 * rank
+            # The other ranks pass no recvbuf and get None back.
+            out = np.zeros(5 * size, np.int64) if rank == root else None
+            assert comm.gather(send, out, root=root, algo=algo) is out
+            if rank == root:
+                assert np.array_equal(out, want), (root, algo, out)
+        # In place on the root, as all_gather's layout; a recvbuf elsewhere is left alone.
+        buf = np.full(5 * size, -1, np.int64)
+        part = buf[5 * rank:5 * rank + 5]
+        part[:] = np.arange(5) + 100 * rank
+        comm.gather(part, buf, root=root)
+        if rank == root:
+            assert np.array_equal(buf, want), (root, buf)
+        else:
+            assert (buf[:5 * rank] == -1).all() and (buf[5 * rank + 5:] == -1).all(), buf
+
+
+def check_scatter(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    for root in range(size):
+        for algo in (None, "linear", "tree"):
+            # The other ranks pass no sendbuf.
+            send = np.arange(3 * size, dtype=np.float32) + root if rank == root else None
+            out = np.zeros(3, np.float32)
+            assert comm.scatter(send, out, root=root, algo=algo) is out
+            assert np.array_equal(out, np.arange(3 * rank, 3 * rank + 3) + root), (root, algo, out)
+        # In place on the root, as reduce_scatter's layout.
+        buf = np.arange(3 * size, dtype=np.float32) * (root + 1)
+        if rank != root:
+            buf[:] = -1
+        comm.scatter(buf if rank == root else None, buf[3 * rank:3 * rank + 3], root=root)
+        assert np.array_equal(buf[3 * rank:3 * rank + 3],
+                              np.arange(3 * rank, 3 * rank + 3) * (root + 1)), (root, buf)
+
+
 def check_barrier(c):
     comm = c["comm"]
     for _ in range(3):
@@ -317,6 +359,8 @@ def check_zero_count(c):
     x = np.zeros(0, np.float32)
     comm.all_reduce(x)
     comm.broadcast(x, root=0)
+    comm.gather(x, np.zeros(0, np.float32) if comm.rank == 0 else None, root=0)
+    comm.scatter(x if comm.rank == 0 else None, np.zeros(0, np.float32), root=0)
 
 
 def _mismatch(comm, call_for_rank):
@@ -413,6 +457,14 @@ def check_local_argument_errors(c):
         (lambda: comm.broadcast(np.ones(2), root=comm.size + 3), weft.WeftError, "root"),
         (lambda: comm.all_reduce(np.ones(2), np.ones(3)), ValueError, "recvbuf"),
         (lambda: comm.all_gather(np.ones(2), np.ones(2 * comm.size + 1)), ValueError, "all_gather"),
+        (lambda: comm.gather(np.ones(2), np.ones(2 * comm.size + 1), root=comm.rank), ValueError,
+         "gather"),
+        (lambda: comm.gather(np.ones(2), root=comm.rank), ValueError, "root needs a recvbuf"),
+        (lambda: comm.scatter(np.ones(2 * comm.size - 1), np.ones(2), root=comm.rank), ValueError,
+         "scatter"),
+        (lambda: comm.scatter(None, np.ones(2), root=comm.rank), ValueError,
+         "root needs a sendbuf"),
+        (lambda: comm.gather(np.ones(2), np.ones(2), root=comm.size + 3), weft.WeftError, "root"),
         (lambda: comm.all_reduce(np.ones(2, np.int16)), TypeError, "int16"),
         (lambda: comm.all_reduce(np.ones(2, np.complex64)), TypeError, "complex64"),
         (lambda: comm.all_reduce(np.ones((4, 4))[:, 1]), ValueError, "contiguous"),
