@@ -106,8 +106,9 @@ struct Device {
   }
 };
 
-const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST, WEFT_COLL_REDUCE,
-                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
+const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
+                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER,
+                              WEFT_COLL_GATHER,     WEFT_COLL_SCATTER};
 
 bool reduces(weft_coll_t c) {
   return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
