@@ -32,6 +32,47 @@ TEST(Schedule, ValidateRejectsBrokenSchedules) {
   sched_free(&s);
 }
 
+// A store-and-forward step (binomial gather and scatter) waits for the whole of a dependency of
+// another size: sched_validate accepts it with dep_whole, still rejects it without, and keeps
+// the other dependency checks; sched_dep_ready lets no slice start before all of it is done.
+TEST(Schedule, ValidateAcceptsAWholeDependencyOfAnotherCount) {
+  schedule_t s;
+  sched_init(&s, 4, 12);
+  // Receive 8 elements from rank 1, then forward 3 of them to rank 2 and the last 5 to rank 3.
+  sched_op_t recv = {SCHED_RECV_COPY, 1, SCHED_RECVBUF, 4, 8, SCHED_SENDBUF, 0, -1, 0, 0, -1, 0};
+  sched_op_t fwd = {SCHED_SEND, 2, SCHED_RECVBUF, 4, 3, SCHED_SENDBUF, 0, 0, 0, 1, -1, 1};
+  sched_add(&s, &recv);
+  sched_add(&s, &fwd);
+  fwd.peer = 3;
+  fwd.offset = 7;
+  fwd.count = 5;
+  sched_add(&s, &fwd);
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_SUCCESS) << err_last();
+  s.ops[1].dep_whole = 0;  // slice-wise: the counts must match
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("op 1: dependency 0 has another count"), std::string::npos)
+      << err_last();
+  s.ops[1].dep_whole = 1;
+  s.ops[1].dep = 2;  // whole or not, a dependency comes earlier
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("depends on later op 2"), std::string::npos) << err_last();
+  s.ops[1].dep = 1;  // nor on itself
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  s.ops[1].dep = 0;
+  s.ops[2].count = 6;  // the range still has to fit its buffer
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_ERR_INTERNAL);
+  s.ops[2].count = 5;
+  EXPECT_EQ(sched_validate(&s, 4), WEFT_SUCCESS) << err_last();
+  sched_free(&s);
+
+  // 2 slices of the forward wait for all 4 of the receive; slice-wise they follow it one by one.
+  EXPECT_EQ(sched_dep_ready(0, 1, 2, 0, 4), 0u);
+  EXPECT_EQ(sched_dep_ready(0, 1, 2, 3, 4), 0u);
+  EXPECT_EQ(sched_dep_ready(0, 1, 2, 4, 4), 2u);
+  EXPECT_EQ(sched_dep_ready(0, 0, 2, 1, 2), 1u);
+  EXPECT_EQ(sched_dep_ready(-1, 1, 2, 0, 4), 2u);  // no dependency: all may start
+}
+
 // A fused step must feed a later send that depends on it, one send per step, and the result of
 // a recv-reduce-send (which writes only that send's slots) is read by nobody else.
 TEST(Schedule, ValidateChecksFusedSteps) {
