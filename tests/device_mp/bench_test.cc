@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/launcher/launcher_util.h"
 
@@ -16,13 +17,18 @@ std::string BenchPath() {
 }
 
 TEST(DeviceBench, EveryCollectiveChecksOutOnDeviceBuffers) {
-  for (const char* coll :
-       {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "sendrecv"}) {
+  for (const char* coll : {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
+                           "sendrecv", "gather", "scatter"}) {
     LaunchOptions opts;
     opts.timeout_s = 120;
-    LaunchResult r = RunLauncher({"-n", "3", BenchPath(), "-G", "emulated", "-C", coll, "-b", "8",
-                                  "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "-d", "half"},
-                                 opts);
+    std::vector<std::string> args = {"-n", "3",  BenchPath(), "-G",   "emulated", "-C", coll,
+                                     "-b", "8",  "-e",        "256K", "-f",       "8",  "-n",
+                                     "2",  "-w", "1",         "-d",   "half"};
+    // Gather and scatter: both algorithms, and a root whose non-root ranks pass NULL buffers on
+    // both sides of it.
+    if (std::string(coll) == "gather" || std::string(coll) == "scatter")
+      args.insert(args.end(), {"-r", "1", "-A", "all"});
+    LaunchResult r = RunLauncher(args, opts);
     ASSERT_TRUE(r.exited && r.exit_code == 0) << coll << "\n" << Describe(r);
     EXPECT_NE(r.out.find("# Buffers: device memory (emulated engine"), std::string::npos)
         << r.out;
