@@ -78,12 +78,13 @@ static const knob_t knobs[] = {
      "send staging slots; rings move half that many slices per chunk per round)"},
     /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
      * polled): on an H100, 2 ranks over CUDA IPC, all-reduce busbw at 256 MiB was 0.88 GB/s in
-     * 64 KiB slices, 12.6 in 1 MiB and 42 in 4 MiB (results/2026-11-25-first-gpu-run). Fewer,
-     * larger slots keep the memory per peer at 16 MiB a direction. */
+     * 64 KiB slices and 46 in 8 slots of 4 MiB; 4 ranks 0.44 and 24 (4 slots of 4 MiB: 16 and
+     * 4.6; 8 of 8 MiB: 77 and 46 at 256 MiB but less from 16 to 64 MiB), so 32 MiB a direction
+     * per peer (results/2026-11-25-first-gpu-run). */
     {"WEFT_DEVICE_SLICE_BYTES", "4194304", KNOB_SIZE, 4096, 1 << 30,
      KNOB_AT(device_slice_bytes),
      "pipeline unit of calls on device buffers (CUDA IPC and staged slots are this large)"},
-    {"WEFT_DEVICE_SLOTS", "4", KNOB_INT, 2, 1024, KNOB_AT(device_slots),
+    {"WEFT_DEVICE_SLOTS", "8", KNOB_INT, 2, 1024, KNOB_AT(device_slots),
      "slots of WEFT_DEVICE_SLICE_BYTES in each direction of a device connection (CUDA IPC, staged "
      "send slots); rings on device buffers move half that many slices per chunk per round"},
     {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 1, KNOB_AT(fused_steps),

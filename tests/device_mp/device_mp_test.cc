@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, DeviceMatrix, ::testing::Values(1, 2, 3, 4)
 
 // Many slices in flight per step: 1 Mi floats through ring, double tree and Rabenseifner, in
 // 64 KiB slices (WEFT_DEVICE_SLICE_BYTES) through the default WEFT_DEVICE_SLOTS, so rings run in
-// many rounds of two slices.
+// many rounds.
 TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
   for (const char* transport : {"auto", "tcp"}) {
     auto results = mp_run(
