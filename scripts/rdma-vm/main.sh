@@ -109,6 +109,14 @@ done
 [[ $ACCEL =~ ^(tcg|kvm)$ ]] || die_usage "--accel '$ACCEL' is not tcg or kvm"
 [ $# -gt 0 ] || die_usage "no command given (put it after --)"
 CMD=("$@")
+# The guests' /tmp, /run, /var/tmp and /dev/shm are their own (empty): a path there on this machine
+# does not exist inside. Said here, rather than as "No such file" from every rank.
+for arg in "$PWD" "${CMD[@]}"; do
+  if [[ $arg =~ ^/(tmp|run|var/tmp|dev/shm)(/|$) ]] && [ -e "$arg" ]; then
+    [ "$arg" = "$PWD" ] && what="the working directory" || what="'$arg'"
+    die_usage "$what is under /${BASH_REMATCH[1]}, which the VMs do not share (theirs is their own): use a path elsewhere"
+  fi
+done
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 INIT="$SCRIPT_DIR/init"

@@ -8,12 +8,7 @@
 set -uo pipefail
 
 usage="usage: verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST]"
-script=${1:?$usage}
-# The guests see this machine's root at the same paths: absolute ones work inside.
-checks=$(realpath "${2:?$usage}")
-rank_bin=$(realpath "${3:?$usage}")
-ib_test=""
-[ -n "${4:-}" ] && ib_test=$(realpath "$4")
+script=$(realpath "${1:?$usage}")  # absolute: the test changes directory below
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -25,7 +20,26 @@ fail() {
 base=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
 [[ $base =~ ^[A-Za-z0-9/._-]+$ ]] || base=/tmp
 own=$(mktemp -d "$base/weft-rdma-test.XXXXXX") || exit 1
-trap 'rm -rf "$own"' EXIT
+# The guests see this machine's root at the same paths, except /tmp (theirs is their own), where
+# the checkout may be: the programs run from copies beside the run directory (Bazel's test
+# directory lies in its output base, outside /tmp).
+private='^/(tmp|run|var/tmp|dev/shm)(/|$)'
+stage_base=$base
+if [[ $stage_base =~ $private ]]; then
+  stage_base=${HOME:-/root}/.cache/weft-rdma-test
+  [[ $stage_base =~ $private ]] && stage_base=/var/cache/weft-rdma-test
+  mkdir -p "$stage_base" || exit 1
+fi
+stage=$(mktemp -d "$stage_base/weft-rdma-bin.XXXXXX") || exit 1
+trap 'rm -rf "$own" "$stage"' EXIT
+cp -L "${2:?$usage}" "$stage/vm_checks.sh" && cp -L "${3:?$usage}" "$stage/vm_rank" || exit 1
+checks=$stage/vm_checks.sh
+rank_bin=$stage/vm_rank
+ib_test=""
+if [ -n "${4:-}" ]; then
+  cp -L "$4" "$stage/ibverbs_test" || exit 1
+  ib_test=$stage/ibverbs_test
+fi
 leftovers() {
   ls -A "$own"
   pgrep -f "qemu-system.*weft_run=$own/" 2>/dev/null
@@ -48,6 +62,7 @@ expected=(
 
 t0=$EPOCHREALTIME
 # 10 minutes at most, boot included; about 3 on two idle cores.
+cd "$stage" || exit 1  # the ranks' working directory, which must be visible inside too
 out=$(TMPDIR=$own WEFT_JOB_ID=verbs-test "$script" --hosts 2 --ranks-per-host 2 --timeout 600 -- \
   bash "$checks" "$rank_bin" $ib_test 2>&1)
 rc=$?

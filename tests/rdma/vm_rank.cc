@@ -94,7 +94,8 @@ std::string CheckCarried(weft_comm_t* comm, const std::vector<int>& hosts, const
                          const char* other, std::string* seen);
 
 const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
-                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
+                              WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER,
+                              WEFT_COLL_GATHER,     WEFT_COLL_SCATTER};
 
 // The matrix: for each collective and algorithm, every dtype at counts 1, 7 and 1001 and one
 // call of count 0; the op moves on with every call and the buffers alternate between in place

@@ -5,7 +5,10 @@
 # SKIP where qemu cannot run.
 set -uo pipefail
 
-script=${1:?usage: vm_test.sh path/to/scripts/rdma-vm/main.sh}
+script=$(realpath "${1:?usage: vm_test.sh path/to/scripts/rdma-vm/main.sh}")
+# The ranks start in the caller's directory, which must be visible in the guests: not in a /tmp
+# checkout (their /tmp is their own).
+cd / || exit 1
 failures=0
 fail() {
   echo "FAIL: $*"
