@@ -265,19 +265,12 @@ static weft_result_t setup(run_t *r) {
   if (r->device && scratch_bytes > 0) {
     /* Partial results of device calls live on the device too. */
     if (ctx->dev_scratch_bytes < scratch_bytes) {
-      size_t grow = 2 * ctx->dev_scratch_bytes > scratch_bytes ? 2 * ctx->dev_scratch_bytes
-                                                               : scratch_bytes;
-      void *mem = NULL;
-      WEFT_CHECK(ctx->dev->ops->alloc(ctx->dev, grow, 0, &mem));
-      if (ctx->dev_scratch) {
-        if (ctx->ndev_retired == (int)(sizeof ctx->dev_retired / sizeof ctx->dev_retired[0])) {
-          ctx->dev->ops->release(ctx->dev, mem, 0); /* not reached: 64 doublings */
-          return WEFT_ERR(WEFT_ERR_INTERNAL, "device scratch grew too many times");
-        }
-        ctx->dev_retired[ctx->ndev_retired++] = ctx->dev_scratch;
-      }
-      ctx->dev_scratch = mem;
-      ctx->dev_scratch_bytes = grow;
+      /* Safe mid-call: an engine frees nothing while a gate holds a user stream (device.h). */
+      if (ctx->dev_scratch) ctx->dev->ops->release(ctx->dev, ctx->dev_scratch, 0);
+      ctx->dev_scratch = NULL;
+      ctx->dev_scratch_bytes = 0;
+      WEFT_CHECK(ctx->dev->ops->alloc(ctx->dev, scratch_bytes, 0, &ctx->dev_scratch));
+      ctx->dev_scratch_bytes = scratch_bytes;
     }
     r->bufs[SCHED_SCRATCH] = ctx->dev_scratch;
   }
@@ -865,8 +858,6 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
 void exec_ctx_release(exec_ctx_t *ctx) {
   if (ctx->queue) ctx->dev->ops->queue_destroy(ctx->queue);
   if (ctx->dev_scratch) ctx->dev->ops->release(ctx->dev, ctx->dev_scratch, 0);
-  for (int i = 0; i < ctx->ndev_retired; i++) ctx->dev->ops->release(ctx->dev, ctx->dev_retired[i], 0);
-  ctx->ndev_retired = 0;
   ctx->queue = NULL;
   ctx->dev_scratch = NULL;
   ctx->dev_scratch_bytes = 0;

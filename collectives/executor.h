@@ -72,11 +72,6 @@ typedef struct {
   dev_queue_t *queue;
   void *dev_scratch;
   size_t dev_scratch_bytes;
-  /* Outgrown device scratch, freed with the context: freeing device memory waits for the whole
-   * device, and during a call the user's stream is held until the call ends. Scratch grows at
-   * least twofold, so these add up to less than dev_scratch. */
-  void *dev_retired[64];
-  int ndev_retired;
   exec_stats_t stats;
 } exec_ctx_t;
 
