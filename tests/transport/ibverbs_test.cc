@@ -383,6 +383,31 @@ TEST(IbHandshake, MismatchedSlotsAreNamed) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// Both ranks send `script` to each other over one verbs connection (config `cfg`, windows `w`) and
+// check what arrives; "" or mp_summary's account. With leak_check, each rank also checks that
+// closing freed everything.
+std::string SameScriptBothWays(const std::vector<Msg>& script, const weft_config_t& cfg, Windows w,
+                               int drive_ms, bool leak_check) {
+  uint64_t id = TestCommId();
+  BlobExchange ex(2);
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int) -> std::string {
+        dev_engine_t* dev;
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
+        weft_config_t c = cfg;
+        RankXport x;
+        std::string err = OpenIb(rank, n, id, &c, &ex, &x);
+        if (err.empty()) err = Drive(x.conns[1 - rank], dev, rank, script, script, w, drive_ms);
+        x.Close(false);
+        dev_engine_close(dev);
+        if (err.empty() && leak_check) err = LeakCheck(rank);
+        return err;
+      },
+      2 * drive_ms);
+  return mp_summary(results);
+}
+
 // Messages of every awkward length around the slot and the ring (two slots): empty ones (which
 // take no slot) between others, one byte, a slot less one, a slot, a slot and one, two slots and
 // around, and five slots and three, longer than the whole ring; in place where they fit, lent
@@ -401,26 +426,9 @@ TEST(IbSlices, EmptyOddAndLongerThanTheRing) {
       script.push_back(
           Msg{false, len, fits && (i + round) % 2 == 0, fits && len > 0 && (i + round) % 3 == 1});
     }
-  for (Windows w : {Windows{1, 1}, Windows{16, 16}}) {
-    uint64_t id = TestCommId();
-    BlobExchange ex(2);
-    auto results = mp_run(
-        2,
-        [&](int rank, int n, int) -> std::string {
-          dev_engine_t* dev;
-          if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
-          weft_config_t cfg = TestConfig(kSlot, 2, 4);
-          RankXport x;
-          std::string err = OpenIb(rank, n, id, &cfg, &ex, &x);
-          if (err.empty()) err = Drive(x.conns[1 - rank], dev, rank, script, script, w, 60000);
-          x.Close(false);
-          dev_engine_close(dev);
-          if (err.empty()) err = LeakCheck(rank);
-          return err;
-        },
-        120000);
-    EXPECT_EQ(mp_summary(results), "") << "windows " << w.send << "/" << w.recv;
-  }
+  for (Windows w : {Windows{1, 1}, Windows{16, 16}})
+    EXPECT_EQ(SameScriptBothWays(script, TestConfig(kSlot, 2, 4), w, 60000, true), "")
+        << "windows " << w.send << "/" << w.recv;
 }
 
 // Slots longer than the port's largest message (rxe's is 8 MiB): each slot goes as several RDMA
@@ -437,24 +445,7 @@ TEST(IbSlices, SlotsLongerThanThePortsLargestMessage) {
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
     script.push_back(Msg{false, lens[i], i % 2 == 0 && lens[i] <= slot,
                          i % 3 == 1 && lens[i] > 0 && lens[i] <= slot});
-  uint64_t id = TestCommId();
-  BlobExchange ex(2);
-  auto results = mp_run(
-      2,
-      [&](int rank, int n, int) -> std::string {
-        dev_engine_t* dev;
-        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
-        weft_config_t cfg = TestConfig(slot, 2, 2);
-        RankXport x;
-        std::string err = OpenIb(rank, n, id, &cfg, &ex, &x);
-        if (err.empty())
-          err = Drive(x.conns[1 - rank], dev, rank, script, script, Windows{2, 2}, 120000);
-        x.Close(false);
-        dev_engine_close(dev);
-        return err;
-      },
-      240000);
-  EXPECT_EQ(mp_summary(results), "");
+  EXPECT_EQ(SameScriptBothWays(script, TestConfig(slot, 2, 2), Windows{2, 2}, 120000, false), "");
 }
 
 // One way only: the receiver's credit writes are all that comes back, and they alone free the
