@@ -8,6 +8,7 @@
  * The current device is per thread in CUDA, and weft calls the engine from the caller's thread and
  * from the progress thread alike, so every entry point that touches a stream or memory first makes
  * the engine's device current (cudaSetDevice is a thread-local store once the context exists). */
+#include <cuda.h> /* driver API types only (cu_rdma_export) */
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <pthread.h>
@@ -620,6 +621,45 @@ static void cu_ipc_close(dev_engine_t *base, void *p) {
   if (p && untrack(e, p, TRACK_IMPORT)) free_memory(e, p, TRACK_IMPORT);
 }
 
+/* ---- GPUDirect RDMA ---- */
+
+/* cuMemGetHandleForAddressRange (CUDA 11.7+), from the driver through the runtime's entry-point
+ * query: the engine links the static runtime and never libcuda directly. */
+typedef CUresult (*range_handle_fn)(void *handle, CUdeviceptr dptr, size_t size,
+                                    CUmemRangeHandleType type, unsigned long long flags);
+
+static weft_result_t cu_rdma_export(dev_engine_t *base, void *p, size_t bytes, int *fd,
+                                    uint64_t *offset) {
+  *fd = -1;
+  *offset = 0;
+  WEFT_CHECK(use_device((cuda_engine_t *)base));
+  void *sym = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  cudaError_t rc = cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &sym, 11070,
+                                                    cudaEnableDefault, &found);
+  if (rc != cudaSuccess || found != cudaDriverEntryPointSuccess || !sym) {
+    (void)cudaGetLastError();
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "cuda engine: the driver has no cuMemGetHandleForAddressRange, so device "
+                    "memory cannot be exported as a dma-buf for GPUDirect RDMA (driver 515 or "
+                    "newer needed; unset WEFT_IB_GDR to stage through host memory)");
+  }
+  range_handle_fn get_handle;
+  memcpy(&get_handle, &sym, sizeof sym); /* object to function pointer, as POSIX allows */
+  int dmabuf = -1;
+  CUresult r = get_handle(&dmabuf, (CUdeviceptr)(uintptr_t)p, bytes,
+                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (r != CUDA_SUCCESS || dmabuf < 0)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "cuda engine: exporting %zu bytes of device memory at %p as a dma-buf failed "
+                    "(CUresult %d): GPUDirect RDMA over dma-buf needs NVIDIA's open kernel modules "
+                    "and a kernel with dma-buf support (unset WEFT_IB_GDR to stage through host "
+                    "memory)",
+                    bytes, p, (int)r);
+  *fd = dmabuf;
+  return WEFT_SUCCESS;
+}
+
 /* ---- the engine ---- */
 
 static void cu_close(dev_engine_t *base) {
@@ -673,6 +713,7 @@ static const dev_ops_t cuda_ops = {
     .ipc_export = cu_ipc_export,
     .ipc_import = cu_ipc_import,
     .ipc_close = cu_ipc_close,
+    .rdma_export = cu_rdma_export,
     .close = cu_close,
 };
 

@@ -103,6 +103,14 @@ typedef struct dev_ops {
   weft_result_t (*ipc_import)(dev_engine_t *e, const dev_ipc_handle_t *h, void **out);
   void (*ipc_close)(dev_engine_t *e, void *p);
 
+  /* ---- GPUDirect RDMA: an RDMA adapter reading and writing device memory ---- */
+  /* How an adapter registers [p, p + bytes) of an allocation from alloc(host_pinned = 0). *fd >= 0:
+   * a dma-buf of the range, which starts *offset bytes into it (for ibv_reg_dmabuf_mr; the caller
+   * closes the fd once registered). *fd = -1: the adapter registers it by address like host
+   * memory (the emulated engine's device memory is host memory). WEFT_ERR_UNSUPPORTED, with why,
+   * where the driver cannot export it. p and bytes must be multiples of the host page size. */
+  weft_result_t (*rdma_export)(dev_engine_t *e, void *p, size_t bytes, int *fd, uint64_t *offset);
+
   void (*close)(dev_engine_t *e);
 } dev_ops_t;
 

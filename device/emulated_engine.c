@@ -532,6 +532,18 @@ static void emu_close(dev_engine_t *base) {
   free(e);
 }
 
+/* The emulated device memory is host memory (a shared memfd mapping): an adapter registers it by
+ * address, which is what lets the GPUDirect path of the verbs transport run in the Soft-RoCE VMs. */
+static weft_result_t emu_rdma_export(dev_engine_t *base, void *p, size_t bytes, int *fd,
+                                     uint64_t *offset) {
+  (void)base;
+  (void)p;
+  (void)bytes;
+  *fd = -1;
+  *offset = 0;
+  return WEFT_SUCCESS;
+}
+
 static const dev_ops_t emulated_ops = {
     .name = "emulated",
     .mem_kind = emu_mem_kind,
@@ -553,6 +565,7 @@ static const dev_ops_t emulated_ops = {
     .ipc_export = emu_ipc_export,
     .ipc_import = emu_ipc_import,
     .ipc_close = emu_ipc_close,
+    .rdma_export = emu_rdma_export,
     .close = emu_close,
 };
 

@@ -614,6 +614,35 @@ TEST_P(EngineContract, IpcAcrossProcesses) {
   EXPECT_TRUE(got == Pattern(kIpcBytes, 13, 5)) << "the child's writes are not visible here";
 }
 
+// ---- GPUDirect RDMA ----
+
+// What the verbs transport registers for WEFT_IB_GDR: a dma-buf covering the whole range (CUDA),
+// or memory an adapter can register by address (the emulated engine: host memory, so the bytes
+// written by device work are there to read at that address).
+TEST_P(EngineContract, RdmaExportDescribesDeviceMemory) {
+  const size_t bytes = 2u << 20;
+  uint8_t *dev = (uint8_t *)Alloc(bytes, 0);
+  ASSERT_TRUE(dev);
+  std::vector<uint8_t> pat = Pattern(bytes, 3, 9);
+  FromHost(dev, pat.data(), bytes);
+  int fd = -2;
+  uint64_t offset = 1;
+  weft_result_t res = ops_->rdma_export(e_, dev, bytes, &fd, &offset);
+  if (res == WEFT_ERR_UNSUPPORTED) GTEST_SKIP() << err_last();
+  ASSERT_OK(res);
+  if (fd >= 0) {
+    // A dma-buf's size is what lseek to its end says; the range must lie inside it.
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    ASSERT_GE(size, 0) << "the dma-buf does not say its size";
+    EXPECT_GE((uint64_t)size, offset + bytes);
+  } else {
+    ASSERT_EQ(-1, fd);
+    EXPECT_EQ(0u, offset);
+    EXPECT_EQ(0, memcmp(dev, pat.data(), bytes)) << "registered by address, but not host memory";
+  }
+}
+
 // ---- engine life ----
 
 // close() frees what the engine made even when the caller did not (ASan's leak check).
