@@ -64,6 +64,8 @@ void comm_free(weft_comm_t *c, int abortive) {
 weft_result_t comm_get_conn(void *owner, int peer, int device, conn_t **out) {
   weft_comm_t *c = owner;
   if (device) {
+    /* A verbs connection with GPUDirect carries device buffers itself. */
+    if (c->via_dev[peer] == COMM_IB_GDR) return comm_get_conn(c, peer, 0, out);
     if (!c->dev_conns[peer]) {
       if (c->via_dev[peer] == COMM_CUDA_IPC) {
         transport_t *t = c->transports[COMM_CUDA_IPC];
@@ -158,7 +160,9 @@ const char *comm_transport_name(const weft_comm_t *c, int peer) {
 }
 
 const char *comm_device_transport_name(const weft_comm_t *c, int peer) {
-  if (!c || peer < 0 || peer >= c->nranks || !c->dev_conns[peer]) return NULL;
+  if (!c || peer < 0 || peer >= c->nranks) return NULL;
+  if (c->via_dev[peer] == COMM_IB_GDR) return c->conns[peer] ? "ib" : NULL;
+  if (!c->dev_conns[peer]) return NULL;
   return c->dev_conns[peer]->ops->name;
 }
 
@@ -249,6 +253,13 @@ static int ib_both(const weft_comm_t *c, const boot_record_t *all, int r) {
   return mine.present && theirs.present && mine.link_layer == theirs.link_layer;
 }
 
+/* Whether device buffers to rank r go over verbs straight from device memory: both published
+ * GPUDirect (WEFT_IB_GDR=1 where it works); otherwise they are staged through host memory. */
+static int ib_gdr_both(const weft_comm_t *c, const boot_record_t *all, int r) {
+  return ibverbs_blob_facts(all[c->rank].addr[COMM_IB]).gdr &&
+         ibverbs_blob_facts(all[r].addr[COMM_IB]).gdr;
+}
+
 /* Every rank applies the same rule to the same records, so both ends of a pair agree: shm between
  * ranks of one host that both have it; across hosts ib where both have a verbs port of the same
  * link layer; tcp otherwise. WEFT_TRANSPORT=ib puts every peer on ib, and fails naming a peer
@@ -294,7 +305,7 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
     } else {
       c->via[r] = COMM_TCP;
     }
-    c->via_dev[r] = c->via[r];
+    c->via_dev[r] = c->via[r] == COMM_IB && ib_gdr_both(c, all, r) ? COMM_IB_GDR : c->via[r];
     if (same_host && c->transports[COMM_CUDA_IPC] &&
         blob_present(all[r].addr[COMM_CUDA_IPC], ipc_size)) {
       c->via_dev[r] = COMM_CUDA_IPC;
@@ -355,14 +366,14 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
     if (c->transports[k]) c->transports[k]->peers_listening = 1;
   if (measure) WEFT_CHECK(cost_model_measure(c));
   if (c->config.debug >= 1) {
-    char where[NET_ADDR_STRLEN] = "(off)", via[512], rdma[160] = "";
+    char where[NET_ADDR_STRLEN] = "(off)", via[512], rdma[256] = "";
     if (c->transports[COMM_TCP])
       net_addr_str((const net_addr_t *)all[c->rank].addr[COMM_TCP], where, sizeof where);
     describe_via(c, via, sizeof via);
     int ib_peers = 0;
     for (int r = 0; r < c->nranks; r++) ib_peers += r != c->rank && c->via[r] == COMM_IB;
     if (ib_peers) {
-      char dev[128];
+      char dev[224];
       ibverbs_describe(c->transports[COMM_IB], dev, sizeof dev);
       snprintf(rdma, sizeof rdma, "; ib on %s", dev);
     }

@@ -32,7 +32,9 @@ struct weft_comm {
   /* Device buffers (device/device.h): the engine (NULL: host buffers only), and per peer the
    * connection that carries them: cuda_ipc on this host, else staged over the host connection. */
   dev_engine_t *dev;
-  unsigned char *via_dev; /* per peer: COMM_CUDA_IPC, or COMM_TCP/COMM_SHM for staged over it */
+  /* per peer: COMM_CUDA_IPC; COMM_IB_GDR where the verbs connection carries device buffers
+   * itself (GPUDirect RDMA); else COMM_TCP, COMM_SHM or COMM_IB: staged over that connection */
+  unsigned char *via_dev;
   conn_t **dev_conns;     /* per peer, NULL until first used */
   exec_ctx_t exec;
   uint64_t seq; /* collectives called so far; travels in every call description */
@@ -49,11 +51,14 @@ struct weft_comm {
 typedef struct comm_async comm_async_t;
 
 enum { COMM_TCP = 0, COMM_SHM = 1, COMM_CUDA_IPC = 2, COMM_IB = 3 };
+/* Only in via_dev, never an index of transports[]: the verbs connection itself, with GPUDirect. */
+enum { COMM_IB_GDR = 4 };
 
 /* Name of the transport whose connection carries this rank's traffic with `peer` ("tcp",
  * "shm", "ib"), or NULL while not connected (introspection for WEFT_DEBUG and tests). */
 const char *comm_transport_name(const weft_comm_t *comm, int peer);
-/* The same for device buffers ("cuda_ipc", "staged"), NULL until a device call connected it. */
+/* The same for device buffers ("cuda_ipc", "staged", "ib" with GPUDirect RDMA), NULL until a
+ * device call connected it. */
 const char *comm_device_transport_name(const weft_comm_t *comm, int peer);
 
 /* Creation steps shared by init (records exchanged through the bootstrap store) and split

@@ -67,6 +67,11 @@ static const knob_t knobs[] = {
      "RDMA ack timeout per try: 4.096 us * 2^value"},
     {"WEFT_IB_RETRY_CNT", "7", KNOB_INT, 0, 7, KNOB_AT(ib_retry_cnt),
      "RDMA retransmissions before a write fails (peer dead or unreachable)"},
+    /* Off by default: the dma-buf path has run only against the emulated engine (Soft-RoCE VMs),
+     * never on a GPU next to an RDMA adapter. */
+    {"WEFT_IB_GDR", "0", KNOB_INT, 0, 1, KNOB_AT(ib_gdr),
+     "1: device buffers go over verbs straight from and into device memory (GPUDirect RDMA, "
+     "dma-buf); 0: staged through pinned host memory"},
     /* 32 slots (2 MiB a direction): with more ranks than cores a sender fills the ring while its
      * receiver is descheduled instead of sleeping after 8 slots; 4 ranks on 2 cores, ring
      * all-reduce over shm, busbw at 4 MiB went from 0.9-1.6 GB/s (8 slots, bimodal) to 2.1-2.2

@@ -39,6 +39,7 @@ typedef struct {
   int ib_gid_index;        /* WEFT_IB_GID_INDEX: RoCE GID index, -1 = the RoCE v2 GID of our IPv4 */
   int ib_timeout;          /* WEFT_IB_TIMEOUT: QP ack timeout, 4.096 us * 2^value */
   int ib_retry_cnt;        /* WEFT_IB_RETRY_CNT: QP retransmissions before a write fails */
+  int ib_gdr;              /* WEFT_IB_GDR: 1 = device buffers straight from device memory (GPUDirect) */
 } weft_config_t;
 
 typedef const char *(*config_getenv_fn)(void *ctx, const char *name);

@@ -141,6 +141,7 @@ static void load(void) {
       find(h, "_ibv_query_gid_ex", &lib.query_gid_ex, 0) &&
       find(h, "ibv_alloc_pd", &lib.alloc_pd, 1) && find(h, "ibv_dealloc_pd", &lib.dealloc_pd, 1) &&
       find(h, "ibv_reg_mr", &lib.reg_mr, 1) && find(h, "ibv_dereg_mr", &lib.dereg_mr, 1) &&
+      find(h, "ibv_reg_dmabuf_mr", &lib.reg_dmabuf_mr, 0) &&
       find(h, "ibv_create_cq", &lib.create_cq, 1) &&
       find(h, "ibv_destroy_cq", &lib.destroy_cq, 1) &&
       find(h, "ibv_create_qp", &lib.create_qp, 1) && find(h, "ibv_modify_qp", &lib.modify_qp, 1) &&

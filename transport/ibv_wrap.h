@@ -103,6 +103,9 @@ typedef struct {
   struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
   int (*dealloc_pd)(struct ibv_pd *pd);
   struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
+  /* NULL in libraries older than rdma-core 34: no GPUDirect RDMA over dma-buf then. */
+  struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+                                  int fd, int access);
   int (*dereg_mr)(struct ibv_mr *mr);
   struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *user,
                               struct ibv_comp_channel *ch, int vector);
@@ -132,6 +135,7 @@ extern const transport_ops_t ibverbs_transport_ops;
 typedef struct {
   int present;    /* a usable port */
   int link_layer; /* 1 InfiniBand, 2 Ethernet (RoCE) */
+  int gdr;        /* device buffers go straight from device memory (WEFT_IB_GDR, and it works) */
 } ibvw_port_facts_t;
 
 /* From a peer's published verbs blob. */

@@ -32,6 +32,21 @@
  * their completions are polled, and a slot is freed only after its completion), so a receiver is
  * never "not ready".
  *
+ * Device buffers (GPUDirect RDMA, WEFT_IB_GDR=1 on both ends, off by default). Without it the
+ * communicator stages device buffers through pinned host memory over this connection
+ * (transport/staged.c). With it, each direction also has WEFT_DEVICE_SLOTS slots of
+ * WEFT_DEVICE_SLICE_BYTES in device memory from the device engine, registered through a dma-buf
+ * the engine exports (ibv_reg_dmabuf_mr; the emulated engine's device memory is host memory and is
+ * registered by address), and this connection carries device messages itself, as cuda_ipc.c does
+ * within a host: a device message takes the next slot of the stream as any message does, plus the
+ * next device slot; the sender copies into its device staging slot on its own device queue and
+ * writes once that copy's fence passed (writes still go in stream order), and the receiver copies
+ * out of its device slot on another queue, or lends the slot itself to device work. The immediate
+ * data carries DEV_BIT for a device message; both ends count device messages alike, so the k-th
+ * one is in device slot k mod slots on both. A device slot is written again only once the credit
+ * count says the receiver freed the stream slot of its last use. Fewer device slots than stream
+ * slots: a device slice is 64 times a host one, and device memory is scarcer.
+ *
  * Completions are polled in progress() and wait(); wait() polls, yielding the core, for
  * WEFT_SPIN_US, then sleeps in short naps until its timeout, looking at the side connection every
  * 100 ms. A failed work completion names the peer, the operation and the status in words. */
@@ -47,6 +62,7 @@
 #include "common/error.h"
 #include "common/net.h"
 #include "common/spin.h"
+#include "device/device.h"
 #include "transport/ib_device.h"
 #include "transport/ibv_wrap.h"
 #include "transport/transport.h"
@@ -60,7 +76,8 @@ typedef struct {
   uint32_t magic; /* ADDR_MAGIC where this rank has a usable port */
   uint8_t link_layer;
   uint8_t port;
-  uint8_t pad[2];
+  uint8_t gdr; /* device messages go from and into device memory (WEFT_IB_GDR, and it works here) */
+  uint8_t pad;
 } ib_addr_t;
 
 /* A blob has room for 144 bytes (bootstrap/rendezvous.h's boot_record_t). */
@@ -69,13 +86,15 @@ _Static_assert(sizeof(ib_addr_t) <= 144, "the verbs address must fit a bootstrap
 ibvw_port_facts_t ibverbs_blob_facts(const void *blob) {
   ib_addr_t a;
   memcpy(&a, blob, sizeof a);
-  ibvw_port_facts_t f = {a.magic == ADDR_MAGIC, a.magic == ADDR_MAGIC ? a.link_layer : 0};
+  int ok = a.magic == ADDR_MAGIC;
+  ibvw_port_facts_t f = {ok, ok ? a.link_layer : 0, ok && a.gdr};
   return f;
 }
 
 #if IBVW_HAVE_VERBS
 
 #define INFO_MAGIC 0x57494243u /* "WIBC" */
+#define DEV_BIT 0x80000000u    /* in the immediate data: the bytes are in a device slot */
 /* Credit writes in flight at once; each reads its own word, never changed under the adapter. */
 #define CREDIT_WRITES 4
 /* How often a waiting rank looks at the side connection for a peer that went away. */
@@ -99,6 +118,10 @@ typedef struct {
   uint64_t rx_addr;
   uint64_t credit_addr;
   uint32_t credit_rkey;
+  uint32_t dev_nslots; /* 0: no device slots (no GPUDirect with this peer) */
+  uint64_t dev_slot_bytes;
+  uint64_t dev_rx_addr;
+  uint32_t dev_rx_rkey;
   uint32_t pad;
 } ib_info_t;
 
@@ -109,9 +132,36 @@ typedef struct ib_transport {
   weft_config_t side_cfg; /* the communicator's, with one socket per peer */
   transport_t *side;      /* the embedded TCP transport */
   ib_device_t dev;
+  dev_engine_t *engine; /* the device engine, for device slots; NULL without GPUDirect */
+  int gdr;              /* device slots with peers that have them too */
+  int dev_nslots;
+  size_t dev_slot;
 } ib_transport_t;
 
 enum { CONN_INFO, CONN_RTS, CONN_READY }; /* waiting for the peer's data, its ready byte; ready */
+
+/* A sending slot of the stream, from the time a message takes it until its write is posted. */
+typedef struct {
+  xfer_t *owner;   /* completed when this, its last slot, is written */
+  uint64_t ticket; /* fence after the device copy into the device slot */
+  uint32_t len;
+  uint32_t home; /* the device slot, for a device message */
+  char dev;      /* the bytes are in device slot `home` */
+  char fenced;   /* write only once the ticket passed */
+  char lent;     /* lent to a fused step, not committed yet */
+  char last;
+} tx_entry_t;
+
+/* A receiving slot of the stream, from its arrival until it is freed. */
+typedef struct {
+  xfer_t *owner;   /* completed when this, its last slot, is copied out */
+  uint64_t ticket; /* fence after the device copy out of the device slot */
+  uint32_t len;
+  uint32_t home;
+  char dev;
+  char pending; /* a device copy out of the slot is in flight */
+  char last;
+} rx_entry_t;
 
 typedef struct {
   conn_t base;
@@ -137,17 +187,30 @@ typedef struct {
   uint32_t remote_rx_rkey, remote_credit_rkey;
   int peer_mtu;
   int status; /* the first failed work completion's status (0: none) */
+  /* device slots (GPUDirect with this peer; dn == 0 without) */
+  int dn;
+  size_t dslot;
+  char *dmem; /* rx device slots | tx device slots: one allocation from the engine */
+  char *drx, *dtx;
+  struct ibv_mr *dmr;
+  uint64_t remote_drx;
+  uint32_t remote_drx_rkey;
+  dev_queue_t *q_send, *q_recv;
   /* sending */
-  uint64_t head;          /* slots written so far */
-  uint64_t lent;          /* slots lent to fused steps: head .. lent-1 */
-  unsigned char *tx_busy; /* per staging slot: lent, or its write not yet complete */
-  uint32_t *tx_len;       /* per staging slot: the length given to lend_send */
+  uint64_t assigned;      /* slots taken by messages (or lent) so far */
+  uint64_t head;          /* slots written so far: head <= assigned */
+  tx_entry_t *tx_e;       /* per staging slot */
+  unsigned char *tx_busy; /* per staging slot: taken, or its write not yet complete */
+  uint64_t dev_assigned;  /* device messages (slices) so far */
+  uint64_t *dev_last;     /* per device slot: the stream slot of its last use + 1 (0: none) */
+  unsigned char *dtx_busy; /* per device slot: taken, or its write not yet complete */
   int writes_out;         /* data writes posted and not yet complete */
   int want_slot;          /* the last lend_send found no slot */
   xfer_part_t *send_head, *send_tail;
   /* receiving */
   uint64_t arrived;     /* slices whose completion was polled */
-  uint32_t *rx_len;     /* per slot: the length the sender wrote */
+  uint64_t dev_arrived; /* of which device slices */
+  rx_entry_t *rx_e;     /* per slot */
   uint64_t rcur, rtail; /* next slot handed to a receive; slots freed in order */
   unsigned char *freed; /* per slot: done with, not yet behind rtail */
   int bad_len;
@@ -159,6 +222,22 @@ typedef struct {
 
 static uint64_t load_credit(const ib_conn_t *c) {
   return __atomic_load_n(c->credit, __ATOMIC_ACQUIRE);
+}
+
+static weft_result_t reg_device(ib_transport_t *t, void *p, size_t bytes, struct ibv_mr **out);
+
+/* Whether device memory from the engine can be registered here: one small allocation tried at
+ * create, so that a machine without dma-buf support says so once, at init, and stages. */
+static weft_result_t probe_gdr(ib_transport_t *t) {
+  const dev_ops_t *d = t->engine->ops;
+  size_t bytes = (size_t)2 << 20;
+  void *p = NULL;
+  WEFT_CHECK(d->alloc(t->engine, bytes, 0, &p));
+  struct ibv_mr *mr = NULL;
+  weft_result_t res = reg_device(t, p, bytes, &mr);
+  if (mr) t->dev.lib->dereg_mr(mr);
+  d->release(t->engine, p, 0);
+  return res;
 }
 
 static void ib_destroy(transport_t *base) {
@@ -195,6 +274,19 @@ static weft_result_t ib_create(const transport_params_t *p, transport_t **out) {
   transport_params_t sp = *p;
   sp.config = &t->side_cfg;
   WEFT_CHECK_GOTO(tcp_transport_ops.create(&sp, &t->side), res, fail);
+  if (p->config->ib_gdr && p->dev) {
+    weft_config_t dc = config_for_device(p->config);
+    t->engine = p->dev;
+    t->dev_nslots = dc.shm_slots;
+    t->dev_slot = dc.slice_bytes;
+    if (probe_gdr(t) == WEFT_SUCCESS)
+      t->gdr = 1;
+    else /* said whatever WEFT_DEBUG is: the user asked for it */
+      fprintf(stderr,
+              "weft rank %d: WEFT_IB_GDR=1, but device memory cannot be registered for RDMA "
+              "here, so device buffers go through host memory: %s\n",
+              t->rank, err_last());
+  }
   *out = &t->base;
   return WEFT_SUCCESS;
 fail:
@@ -210,27 +302,101 @@ static void ib_local_addr(const transport_t *base, void *blob) {
   a.magic = ADDR_MAGIC;
   a.link_layer = (uint8_t)t->dev.link_layer;
   a.port = (uint8_t)t->dev.port;
+  a.gdr = (uint8_t)t->gdr;
   memcpy(blob, &a, sizeof a);
 }
 
 void ibverbs_describe(const transport_t *base, char *buf, size_t cap) {
-  ib_device_describe(&((const ib_transport_t *)base)->dev, buf, cap);
+  const ib_transport_t *t = (const ib_transport_t *)base;
+  ib_device_describe(&t->dev, buf, cap);
+  size_t used = strlen(buf);
+  if (t->gdr && used < cap)
+    snprintf(buf + used, cap - used, ", GPUDirect RDMA (%s device memory)", t->engine->ops->name);
 }
 
 /* ---- connections ----------------------------------------------------------------------------- */
 
+/* Both directions' device slots of one connection, rounded up to 2 MiB: a dma-buf is exported in
+ * whole pages, and CUDA hands out large allocations in 2 MiB pages anyway. */
+static size_t dev_pool_bytes(const ib_transport_t *t) {
+  size_t b = 2 * (size_t)t->dev_nslots * t->dev_slot, page = (size_t)2 << 20;
+  return (b + page - 1) / page * page;
+}
+
 static void conn_free(ib_conn_t *c, int abortive) {
   const ibvw_lib_t *lib = c->t->dev.lib;
+  dev_engine_t *engine = c->t->engine;
   if (c->qp) lib->destroy_qp(c->qp);
   if (c->cq) lib->destroy_cq(c->cq);
   if (c->mr) lib->dereg_mr(c->mr);
+  if (c->dmr) lib->dereg_mr(c->dmr);
+  /* The queues first: copies still on them read or write the device slots. */
+  if (c->q_send) engine->ops->queue_destroy(c->q_send);
+  if (c->q_recv) engine->ops->queue_destroy(c->q_recv);
+  if (c->dmem) engine->ops->release(engine, c->dmem, 0);
   if (c->side) c->side->ops->close(c->side, abortive);
   free(c->mem);
   free(c->tx_busy);
-  free(c->tx_len);
-  free(c->rx_len);
+  free(c->tx_e);
+  free(c->rx_e);
   free(c->freed);
+  free(c->dev_last);
+  free(c->dtx_busy);
   free(c);
+}
+
+/* Registers device memory [p, p + bytes) from the engine with the adapter: through the dma-buf
+ * the engine exports, or by address where the engine says it is host memory. */
+static weft_result_t reg_device(ib_transport_t *t, void *p, size_t bytes, struct ibv_mr **out) {
+  const ibvw_lib_t *lib = t->dev.lib;
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  int fd = -1;
+  uint64_t offset = 0;
+  WEFT_CHECK(t->engine->ops->rdma_export(t->engine, p, bytes, &fd, &offset));
+  if (fd < 0) {
+    *out = lib->reg_mr(t->dev.pd, p, bytes, access);
+  } else {
+    if (!lib->reg_dmabuf_mr) {
+      close(fd);
+      return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                      "this libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer is needed "
+                      "for GPUDirect RDMA over dma-buf)");
+    }
+    *out = lib->reg_dmabuf_mr(t->dev.pd, offset, bytes, (uintptr_t)p, fd, access);
+    int err = errno;
+    close(fd); /* the registration holds its own reference to the dma-buf */
+    errno = err;
+  }
+  if (!*out)
+    return WEFT_ERR(WEFT_ERR_SYSTEM,
+                    "registering %zu bytes of %s device memory on %s: %s (GPUDirect RDMA needs an "
+                    "adapter driver that accepts dma-bufs)",
+                    bytes, t->engine->ops->name, t->dev.name, strerror(errno));
+  return WEFT_SUCCESS;
+}
+
+/* Device slots for one connection: rx | tx in one allocation, registered once, and the two
+ * queues their copies run on. */
+static weft_result_t setup_device(ib_conn_t *c) {
+  ib_transport_t *t = c->t;
+  const dev_ops_t *d = t->engine->ops;
+  c->dn = t->dev_nslots;
+  c->dslot = t->dev_slot;
+  c->dev_last = calloc((size_t)c->dn, sizeof *c->dev_last);
+  c->dtx_busy = calloc((size_t)c->dn, 1);
+  if (!c->dev_last || !c->dtx_busy)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "verbs connection to rank %d: out of memory", c->base.peer);
+  void *mem = NULL;
+  WEFT_CHECK_CTX(d->alloc(t->engine, dev_pool_bytes(t), 0, &mem),
+                 "device slots for rank %d", c->base.peer);
+  c->dmem = mem;
+  c->drx = c->dmem;
+  c->dtx = c->dmem + (size_t)c->dn * c->dslot;
+  WEFT_CHECK_CTX(reg_device(t, c->dmem, dev_pool_bytes(t), &c->dmr), "rank %d: device slots for "
+                 "rank %d", t->rank, c->base.peer);
+  WEFT_CHECK(d->queue_create(t->engine, &c->q_send));
+  WEFT_CHECK(d->queue_create(t->engine, &c->q_recv));
+  return WEFT_SUCCESS;
 }
 
 static weft_result_t post_recv_wr(ib_conn_t *c) {
@@ -242,8 +408,9 @@ static weft_result_t post_recv_wr(ib_conn_t *c) {
   return WEFT_SUCCESS;
 }
 
-/* Memory, registration, completion queue and queue pair (in INIT, receives posted). */
-static weft_result_t setup(ib_conn_t *c) {
+/* Memory, registration, completion queue and queue pair (in INIT, receives posted); device slots
+ * too where both ends have GPUDirect. */
+static weft_result_t setup(ib_conn_t *c, int gdr) {
   ib_transport_t *t = c->t;
   const ibvw_lib_t *lib = t->dev.lib;
   c->n = t->cfg->shm_slots;
@@ -255,10 +422,10 @@ static weft_result_t setup(ib_conn_t *c) {
   if (posix_memalign(&mem, page > 0 ? (size_t)page : 4096, bytes)) mem = NULL;
   c->mem = mem;
   c->tx_busy = calloc((size_t)c->n, 1);
-  c->tx_len = calloc((size_t)c->n, sizeof *c->tx_len);
-  c->rx_len = calloc((size_t)c->n, sizeof *c->rx_len);
+  c->tx_e = calloc((size_t)c->n, sizeof *c->tx_e);
+  c->rx_e = calloc((size_t)c->n, sizeof *c->rx_e);
   c->freed = calloc((size_t)c->n, 1);
-  if (!c->mem || !c->tx_busy || !c->tx_len || !c->rx_len || !c->freed)
+  if (!c->mem || !c->tx_busy || !c->tx_e || !c->rx_e || !c->freed)
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "verbs connection to rank %d: out of memory", c->base.peer);
   memset(c->mem, 0, bytes);
   c->rx = c->mem;
@@ -271,7 +438,9 @@ static weft_result_t setup(ib_conn_t *c) {
                     "registering %zu bytes for rank %d on %s: %s (is the locked-memory limit, "
                     "ulimit -l, large enough?)",
                     bytes, c->base.peer, t->dev.name, strerror(errno));
-  size_t parts = (c->slot + t->dev.max_msg - 1) / t->dev.max_msg; /* writes per slot */
+  if (gdr) WEFT_CHECK(setup_device(c));
+  size_t biggest = c->dslot > c->slot ? c->dslot : c->slot;
+  size_t parts = (biggest + t->dev.max_msg - 1) / t->dev.max_msg; /* writes per slot */
   int send_depth = c->n * (int)(parts ? parts : 1) + CREDIT_WRITES + 1, recv_depth = c->n + 1;
   c->cq = lib->create_cq(t->dev.ctx, send_depth + recv_depth, NULL, NULL, 0);
   if (!c->cq)
@@ -365,6 +534,10 @@ static weft_result_t start_handshake(ib_conn_t *c) {
   m->rx_rkey = c->mr->rkey;
   m->credit_addr = (uintptr_t)c->credit;
   m->credit_rkey = c->mr->rkey;
+  m->dev_nslots = (uint32_t)c->dn;
+  m->dev_slot_bytes = c->dslot;
+  m->dev_rx_addr = (uintptr_t)c->drx;
+  m->dev_rx_rkey = c->dmr ? c->dmr->rkey : 0;
   WEFT_CHECK(ops->post_send(c->side, m, sizeof *m, &c->info_tx));
   WEFT_CHECK(ops->post_recv(c->side, &c->theirs, sizeof c->theirs, &c->info_rx));
   WEFT_CHECK(ops->post_recv(c->side, &c->ready_in, 1, &c->ready_rx));
@@ -386,6 +559,14 @@ static weft_result_t accept_info(ib_conn_t *c) {
                     ib_link_layer_name(peer->link_layer),
                     mine->nslots, (unsigned long long)mine->slot_bytes,
                     ib_link_layer_name(mine->link_layer));
+  if (peer->dev_nslots != mine->dev_nslots || peer->dev_slot_bytes != mine->dev_slot_bytes)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d has %u device slots of %llu bytes, this rank %u of %llu "
+                    "(WEFT_DEVICE_SLOTS and WEFT_DEVICE_SLICE_BYTES must agree)",
+                    c->base.peer, peer->dev_nslots, (unsigned long long)peer->dev_slot_bytes,
+                    mine->dev_nslots, (unsigned long long)mine->dev_slot_bytes);
+  c->remote_drx = peer->dev_rx_addr;
+  c->remote_drx_rkey = peer->dev_rx_rkey;
   c->remote_rx = peer->rx_addr;
   c->remote_rx_rkey = peer->rx_rkey;
   c->remote_credit = peer->credit_addr;
@@ -441,7 +622,7 @@ static weft_result_t ib_connect(transport_t *base, int peer, const void *peer_bl
   t->side->peers_listening = t->base.peers_listening;
   weft_result_t res;
   WEFT_CHECK_GOTO(t->side->ops->connect(t->side, peer, &a.side, &c->side), res, fail);
-  WEFT_CHECK_GOTO(setup(c), res, fail);
+  WEFT_CHECK_GOTO(setup(c, t->gdr && a.gdr), res, fail);
   WEFT_CHECK_GOTO(start_handshake(c), res, fail);
   *out = &c->base;
   return WEFT_SUCCESS;
@@ -460,35 +641,60 @@ static void post(ib_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
     xfer_queue_post(&c->recv_head, &c->recv_tail, ptr, len, x);
 }
 
+/* Device messages come here only from a communicator that saw GPUDirect on both ends. */
+static weft_result_t check_memory(const ib_conn_t *c, const xfer_t *x, const char *what) {
+  if (x->device && !c->dn)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "rank %d: %s of device memory with rank %d over a verbs connection without "
+                    "device slots (it should have been staged through host memory)",
+                    c->t->rank, what, c->base.peer);
+  return WEFT_SUCCESS;
+}
+
+static void finish(xfer_t *x) {
+  x->parts_left = 0;
+  x->complete = 1;
+}
+
 static weft_result_t ib_post_send(conn_t *base, const void *buf, size_t len, xfer_t *x) {
+  WEFT_CHECK(check_memory((ib_conn_t *)base, x, "a send"));
   post((ib_conn_t *)base, (char *)buf, len, x, 1);
   return WEFT_SUCCESS;
 }
 
 static weft_result_t ib_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
+  WEFT_CHECK(check_memory((ib_conn_t *)base, x, "a receive"));
   post((ib_conn_t *)base, buf, len, x, 0);
   return WEFT_SUCCESS;
 }
 
 static weft_result_t ib_post_recv_inplace(conn_t *base, size_t len, xfer_t *x) {
   ib_conn_t *c = (ib_conn_t *)base;
-  if (len > c->slot)
+  WEFT_CHECK(check_memory(c, x, "an in-place receive"));
+  size_t cap = x->device ? c->dslot : c->slot;
+  if (len > cap)
     return WEFT_ERR(WEFT_ERR_INTERNAL,
-                    "in-place receive of %zu bytes from rank %d exceeds the %zu-byte slot", len,
-                    base->peer, c->slot);
+                    "in-place receive of %zu bytes (%s) from rank %d exceeds the %zu-byte slot",
+                    len, x->device ? "device" : "host", base->peer, cap);
   post(c, NULL, len, x, 0);
   return WEFT_SUCCESS;
 }
 
-/* Writes staging slot i (len bytes) into the peer's slot i, with the length as immediate data. A
- * slot longer than the port's largest message goes as several writes; only the last carries the
- * immediate and asks for a completion (a reliable-connected queue pair completes in order). */
-static weft_result_t write_slot(ib_conn_t *c, size_t i, size_t len) {
-  size_t max = c->t->dev.max_msg, off = 0;
+/* Writes stream slot i (its entry says from where: the staging slot i or a device staging slot)
+ * into the peer's matching slot, with the length (and DEV_BIT) as immediate data. A slot longer
+ * than the port's largest message goes as several writes; only the last carries the immediate
+ * and asks for a completion (a reliable-connected queue pair completes in order). */
+static weft_result_t write_slot(ib_conn_t *c, size_t i) {
+  tx_entry_t *e = &c->tx_e[i];
+  size_t len = e->len, max = c->t->dev.max_msg, off = 0;
+  const char *local = e->dev ? c->dtx + e->home * c->dslot : c->tx + i * c->slot;
+  uint64_t remote = e->dev ? c->remote_drx + e->home * c->dslot : c->remote_rx + i * c->slot;
+  uint32_t lkey = e->dev ? c->dmr->lkey : c->mr->lkey;
+  uint32_t rkey = e->dev ? c->remote_drx_rkey : c->remote_rx_rkey;
   do {
     size_t part = len - off > max ? max : len - off;
     int last = off + part == len;
-    struct ibv_sge sge = {(uintptr_t)(c->tx + i * c->slot + off), (uint32_t)part, c->mr->lkey};
+    struct ibv_sge sge = {(uintptr_t)(local + off), (uint32_t)part, lkey};
     struct ibv_send_wr wr, *bad;
     memset(&wr, 0, sizeof wr);
     wr.wr_id = WR_ID(WR_DATA, i);
@@ -496,18 +702,19 @@ static weft_result_t write_slot(ib_conn_t *c, size_t i, size_t len) {
     wr.num_sge = 1;
     wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
     wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
-    wr.imm_data = last ? htonl((uint32_t)len) : 0;
-    wr.wr.rdma.remote_addr = c->remote_rx + i * c->slot + off;
-    wr.wr.rdma.rkey = c->remote_rx_rkey;
+    wr.imm_data = last ? htonl((uint32_t)len | (e->dev ? DEV_BIT : 0)) : 0;
+    wr.wr.rdma.remote_addr = remote + off;
+    wr.wr.rdma.rkey = rkey;
     int rc = ibv_post_send(c->qp, &wr, &bad);
     if (rc)
       return WEFT_ERR(WEFT_ERR_SYSTEM, "posting an RDMA write to rank %d: %s", c->base.peer,
                       strerror(rc));
     off += part;
   } while (off < len);
-  c->tx_busy[i] = 1;
   c->head++;
   c->writes_out++;
+  if (e->last && e->owner) finish(e->owner);
+  e->owner = NULL;
   return WEFT_SUCCESS;
 }
 
@@ -579,14 +786,28 @@ static weft_result_t completion(ib_conn_t *c, const struct ibv_wc *wc) {
     return wc_error(c, "RDMA write to", s);
   }
   if (kind == WR_DATA) {
-    c->tx_busy[WR_INDEX(wc->wr_id)] = 0;
+    size_t i = WR_INDEX(wc->wr_id);
+    c->tx_busy[i] = 0;
+    if (c->tx_e[i].dev) c->dtx_busy[c->tx_e[i].home] = 0;
   } else if (kind == WR_CREDIT) {
     c->credits_out--;
   } else {
     if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM)
       return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent something other than an RDMA write",
                       c->base.peer);
-    c->rx_len[c->arrived % (uint64_t)c->n] = ntohl(wc->imm_data);
+    uint32_t imm = ntohl(wc->imm_data);
+    rx_entry_t *e = &c->rx_e[c->arrived % (uint64_t)c->n];
+    memset(e, 0, sizeof *e);
+    e->len = imm & ~DEV_BIT;
+    e->dev = (imm & DEV_BIT) != 0;
+    if (e->dev) {
+      if (!c->dn)
+        return WEFT_ERR(WEFT_ERR_REMOTE,
+                        "rank %d wrote device memory, but this connection has no device slots "
+                        "(WEFT_IB_GDR differs between the ranks?)",
+                        c->base.peer);
+      e->home = (uint32_t)(c->dev_arrived++ % (uint64_t)c->dn);
+    }
     c->arrived++;
     WEFT_CHECK(post_recv_wr(c));
   }
@@ -605,63 +826,140 @@ static weft_result_t drain(ib_conn_t *c, int *progressed) {
   }
 }
 
-/* Whether staging slot `seq` may be written: the peer freed its slot, our last write from it is
+/* Whether stream slot `seq` may be taken: the peer freed its slot, our last write from it is
  * complete. */
 static int slot_free(const ib_conn_t *c, uint64_t seq) {
   return c->state == CONN_READY && seq - load_credit(c) < (uint64_t)c->n &&
          !c->tx_busy[seq % (uint64_t)c->n];
 }
 
-static weft_result_t send_progress(ib_conn_t *c, int *progressed) {
-  while (c->send_head && slot_free(c, c->head)) {
-    xfer_part_t *p = c->send_head;
-    size_t k = p->left < c->slot ? p->left : c->slot, i = (size_t)(c->head % (uint64_t)c->n);
-    memcpy(c->tx + i * c->slot, p->ptr, k);
-    WEFT_CHECK(write_slot(c, i, k));
-    p->ptr += k;
-    p->left -= k;
+/* Whether the next device staging slot may be taken: the peer freed the stream slot its last
+ * message used (the peer's device slot of the same number is then free too), and our write from
+ * it is complete. */
+static int dev_slot_free(const ib_conn_t *c) {
+  size_t j = (size_t)(c->dev_assigned % (uint64_t)c->dn);
+  return !c->dtx_busy[j] && load_credit(c) >= c->dev_last[j];
+}
+
+/* Takes the next stream slot (and, for a device message, the next device slot). */
+static tx_entry_t *take_slot(ib_conn_t *c, int dev, size_t len) {
+  size_t i = (size_t)(c->assigned % (uint64_t)c->n);
+  tx_entry_t *e = &c->tx_e[i];
+  memset(e, 0, sizeof *e);
+  e->len = (uint32_t)len;
+  c->tx_busy[i] = 1;
+  if (dev) {
+    size_t j = (size_t)(c->dev_assigned++ % (uint64_t)c->dn);
+    e->dev = 1;
+    e->home = (uint32_t)j;
+    c->dtx_busy[j] = 1;
+    c->dev_last[j] = c->assigned + 1;
+  }
+  c->assigned++;
+  return e;
+}
+
+static weft_result_t fence_passed(ib_conn_t *c, dev_queue_t *q, uint64_t ticket, int *done,
+                                  const char *dir) {
+  weft_result_t res = c->t->engine->ops->poll(q, ticket, done);
+  if (res != WEFT_SUCCESS)
+    return err_context(res, "device copy of a message %s rank %d", dir, c->base.peer);
+  return WEFT_SUCCESS;
+}
+
+/* Writes, in stream order, every taken slot whose bytes are there: a lent slot not yet committed
+ * stops it, and so does one whose device copy is still in flight. */
+static weft_result_t post_writes(ib_conn_t *c, int *progressed) {
+  while (c->head < c->assigned) {
+    size_t i = (size_t)(c->head % (uint64_t)c->n);
+    tx_entry_t *e = &c->tx_e[i];
+    if (e->lent) break;
+    if (e->fenced) {
+      int done = 0;
+      WEFT_CHECK(fence_passed(c, c->q_send, e->ticket, &done, "to"));
+      if (!done) break;
+      e->fenced = 0;
+    }
+    WEFT_CHECK(write_slot(c, i));
     *progressed = 1;
-    if (p->left == 0) xfer_queue_pop_done(&c->send_head, &c->send_tail); /* the bytes are in our slots */
   }
   return WEFT_SUCCESS;
 }
 
-/* Lending: the fused step writes into the next staging slot, and commit writes it to the peer.
- * Posted messages not yet in a slot go first (the stream's order is the slots' order), and the
- * executor makes no post_send while a slot is lent, so send_progress never meets a lent slot. */
+/* Fills free slots from the queued sends: host bytes at once, device bytes by a copy on our
+ * device queue into a device staging slot. A message completes when its last slot is written. */
+static weft_result_t send_progress(ib_conn_t *c, int *progressed) {
+  while (c->send_head) {
+    xfer_part_t *p = c->send_head;
+    xfer_t *x = p->owner;
+    int dev = x->device != 0;
+    if (!slot_free(c, c->assigned) || (dev && !dev_slot_free(c))) break;
+    size_t cap = dev ? c->dslot : c->slot, k = p->left < cap ? p->left : cap;
+    size_t i = (size_t)(c->assigned % (uint64_t)c->n);
+    tx_entry_t *e = take_slot(c, dev, k);
+    if (dev) {
+      const dev_ops_t *d = c->t->engine->ops;
+      weft_result_t res = d->copy(c->q_send, c->dtx + e->home * c->dslot, p->ptr, k);
+      if (res == WEFT_SUCCESS) res = d->fence(c->q_send, &e->ticket);
+      if (res != WEFT_SUCCESS)
+        return err_context(res, "device copy of a message to rank %d", c->base.peer);
+      e->fenced = 1;
+    } else {
+      memcpy(c->tx + i * c->slot, p->ptr, k);
+    }
+    e->owner = x;
+    e->last = k == p->left;
+    p->ptr += k;
+    p->left -= k;
+    *progressed = 1;
+    if (p->left == 0) xfer_queue_pop(&c->send_head, &c->send_tail);
+  }
+  return post_writes(c, progressed);
+}
+
+/* Lending: the fused step writes into the next staging slot (a device one for device work), and
+ * commit writes it to the peer. Posted messages not yet in a slot go first (the stream's order is
+ * the slots' order), and the executor makes no post_send while a slot is lent, so send_progress
+ * never takes a slot behind a lent one. */
 static weft_result_t ib_lend_send(conn_t *base, size_t len, xfer_t *x, char **slot) {
   ib_conn_t *c = (ib_conn_t *)base;
   *slot = NULL;
-  if (len == 0 || len > c->slot)
+  WEFT_CHECK(check_memory(c, x, "a lent send"));
+  int dev = x->device != 0;
+  size_t cap = dev ? c->dslot : c->slot;
+  if (len == 0 || len > cap)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "lent send of %zu bytes to rank %d: must be 1..%zu bytes",
-                    len, base->peer, c->slot);
+                    len, base->peer, cap);
   if (c->send_head) return WEFT_SUCCESS;
-  if (c->lent < c->head) c->lent = c->head;
-  if (!slot_free(c, c->lent)) {
-    c->want_slot = 1;
+  if (!slot_free(c, c->assigned) || (dev && !dev_slot_free(c))) {
+    c->want_slot = dev ? 2 : 1;
     return WEFT_SUCCESS;
   }
   c->want_slot = 0;
-  size_t i = (size_t)(c->lent++ % (uint64_t)c->n);
-  c->tx_busy[i] = 1;
-  c->tx_len[i] = (uint32_t)len;
+  size_t i = (size_t)(c->assigned % (uint64_t)c->n);
+  tx_entry_t *e = take_slot(c, dev, len);
+  e->lent = 1;
+  e->owner = x;
+  e->last = 1;
   x->complete = 0;
   x->parts_left = 1;
-  x->data = c->tx + i * c->slot;
+  x->data = dev ? c->dtx + e->home * c->dslot : c->tx + i * c->slot;
   *slot = (char *)x->data;
   return WEFT_SUCCESS;
 }
 
+/* Makes the oldest lent slot writable and writes what can be written: nothing is copied, the
+ * caller's work already filled the slot (and its own fence passed). */
 static weft_result_t ib_commit_send(conn_t *base, xfer_t *x) {
   ib_conn_t *c = (ib_conn_t *)base;
-  size_t i = (size_t)(c->head % (uint64_t)c->n);
-  if (c->head >= c->lent || x->data != c->tx + i * c->slot)
+  uint64_t n = (uint64_t)c->n, q = c->head;
+  while (q < c->assigned && !c->tx_e[q % n].lent) q++;
+  if (q == c->assigned || c->tx_e[q % n].owner != x)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "RDMA commit to rank %d out of lending order", base->peer);
-  WEFT_CHECK(write_slot(c, i, c->tx_len[i]));
+  c->tx_e[q % n].lent = 0;
   x->data = NULL;
-  x->parts_left = 0;
-  x->complete = 1;
-  return WEFT_SUCCESS;
+  int progressed = 0;
+  return post_writes(c, &progressed);
 }
 
 /* Moves rtail past every slot done with, in order, and credits the sender. */
@@ -674,41 +972,90 @@ static weft_result_t free_slots(ib_conn_t *c) {
 static weft_result_t ib_release_recv(conn_t *base, xfer_t *x) {
   ib_conn_t *c = (ib_conn_t *)base;
   if (!x->data) return WEFT_SUCCESS; /* an empty message took no slot */
-  c->freed[(size_t)(x->data - c->rx) / c->slot] = 1;
+  const char *d = x->data;
+  uint64_t n = (uint64_t)c->n, i = n;
+  if (d >= c->rx && d < c->rx + (size_t)c->n * c->slot) {
+    i = (uint64_t)(d - c->rx) / c->slot;
+  } else if (c->dn && d >= c->drx && d < c->drx + (size_t)c->dn * c->dslot) {
+    /* The stream slot that holds this device slot: at most one unfreed one does, since the
+     * sender reuses a device slot only after the stream slot of its last use was freed. */
+    uint32_t home = (uint32_t)((size_t)(d - c->drx) / c->dslot);
+    for (uint64_t q = c->rtail; q < c->rcur && i == n; q++)
+      if (c->rx_e[q % n].dev && c->rx_e[q % n].home == home && !c->freed[q % n]) i = q % n;
+  }
+  if (i == n)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "release of a receive from rank %d that holds no slot",
+                    base->peer);
+  c->freed[i] = 1;
   x->data = NULL;
   return free_slots(c);
 }
+
+static const char *memory_name(int dev) { return dev ? "device" : "host"; }
 
 static weft_result_t recv_progress(ib_conn_t *c, int *progressed) {
   uint64_t n = (uint64_t)c->n;
   while (c->recv_head && c->rcur < c->arrived) {
     xfer_part_t *p = c->recv_head;
-    size_t k = p->left < c->slot ? p->left : c->slot, i = (size_t)(c->rcur % n);
-    if (c->rx_len[i] != k) {
+    xfer_t *x = p->owner;
+    size_t i = (size_t)(c->rcur % n);
+    rx_entry_t *e = &c->rx_e[i];
+    int dev = x->device != 0;
+    size_t cap = dev ? c->dslot : c->slot, k = p->left < cap ? p->left : cap;
+    if (e->len != k || e->dev != dev) {
       /* Reported one progress call late, as shm.c does: the call description ahead of it says
        * what went wrong far better. */
       if (c->bad_len++)
         return WEFT_ERR(WEFT_ERR_MISMATCH,
-                        "rank %d sent %u bytes where this rank expected %zu "
-                        "(the ranks run different schedules)",
-                        c->base.peer, c->rx_len[i], k);
+                        "rank %d sent %u bytes of %s memory where this rank expected %zu of %s "
+                        "memory (the ranks run different schedules)",
+                        c->base.peer, e->len, memory_name(e->dev), k, memory_name(dev));
       break;
     }
     c->rcur++;
     *progressed = 1;
+    const char *src = e->dev ? c->drx + e->home * c->dslot : c->rx + i * c->slot;
     if (!p->ptr) { /* in place: the slot stays taken until release_recv */
-      p->owner->data = c->rx + i * c->slot;
+      x->data = src;
       xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
       continue;
     }
-    memcpy(p->ptr, c->rx + i * c->slot, k);
+    if (e->dev) {
+      const dev_ops_t *d = c->t->engine->ops;
+      weft_result_t res = d->copy(c->q_recv, p->ptr, src, k);
+      if (res == WEFT_SUCCESS) res = d->fence(c->q_recv, &e->ticket);
+      if (res != WEFT_SUCCESS)
+        return err_context(res, "device copy of a message from rank %d", c->base.peer);
+      e->pending = 1;
+      e->owner = x;
+      e->last = k == p->left;
+    } else {
+      memcpy(p->ptr, src, k);
+      c->freed[i] = 1;
+    }
     p->ptr += k;
     p->left -= k;
-    c->freed[i] = 1;
-    WEFT_CHECK(free_slots(c));
-    if (p->left == 0) xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+    if (p->left == 0) {
+      if (e->dev)
+        xfer_queue_pop(&c->recv_head, &c->recv_tail); /* complete when its last copy is done */
+      else
+        xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+    }
   }
-  return WEFT_SUCCESS;
+  /* Copies out of the device slots finish in queue order. */
+  for (uint64_t q = c->rtail; q < c->rcur; q++) {
+    rx_entry_t *e = &c->rx_e[q % n];
+    if (!e->pending) continue;
+    int done = 0;
+    WEFT_CHECK(fence_passed(c, c->q_recv, e->ticket, &done, "from"));
+    if (!done) break;
+    e->pending = 0;
+    c->freed[q % n] = 1;
+    if (e->last) finish(e->owner);
+    e->owner = NULL;
+    *progressed = 1;
+  }
+  return free_slots(c);
 }
 
 static weft_result_t ib_progress(conn_t *base, int *progressed) {
@@ -722,12 +1069,40 @@ static weft_result_t ib_progress(conn_t *base, int *progressed) {
 
 /* ---- waiting --------------------------------------------------------------------------------- */
 
-static int waiting(const ib_conn_t *c) { return c->send_head || c->recv_head || c->want_slot; }
+/* A taken slot that post_writes() may write once its bytes are there (not one still lent). */
+static int write_due(const ib_conn_t *c) {
+  return c->head < c->assigned && !c->tx_e[c->head % (uint64_t)c->n].lent;
+}
+
+/* The oldest copy out of a device slot still in flight, or NULL. */
+static const rx_entry_t *copy_out(const ib_conn_t *c) {
+  for (uint64_t q = c->rtail; q < c->rcur; q++)
+    if (c->rx_e[q % (uint64_t)c->n].pending) return &c->rx_e[q % (uint64_t)c->n];
+  return NULL;
+}
+
+static int waiting(const ib_conn_t *c) {
+  return c->send_head || c->recv_head || c->want_slot || write_due(c) || copy_out(c);
+}
+
+static int passed(ib_conn_t *c, dev_queue_t *q, uint64_t ticket) {
+  int done = 0;
+  return fence_passed(c, q, ticket, &done, "with") != WEFT_SUCCESS || done;
+}
 
 /* Whether progress() would move something now (completions already drained). */
-static int ready(const ib_conn_t *c) {
-  if ((c->send_head && slot_free(c, c->head)) || (c->want_slot && slot_free(c, c->lent))) return 1;
+static int ready(ib_conn_t *c) {
+  int dev_ok = c->want_slot != 2 || dev_slot_free(c);
+  if ((c->send_head && slot_free(c, c->assigned)) ||
+      (c->want_slot && slot_free(c, c->assigned) && dev_ok))
+    return 1;
   if (c->recv_head && c->rcur < c->arrived) return 1;
+  if (write_due(c)) {
+    const tx_entry_t *e = &c->tx_e[c->head % (uint64_t)c->n];
+    if (!e->fenced || passed(c, c->q_send, e->ticket)) return 1;
+  }
+  const rx_entry_t *r = copy_out(c);
+  if (r && passed(c, c->q_recv, r->ticket)) return 1;
   return c->rtail != c->credit_sent && c->credits_out < CREDIT_WRITES;
 }
 

@@ -51,6 +51,8 @@ expected=(
   "matrix3 0 1 2"
   "matrix2 0 2"
   "hier 0 1 2 3"
+  "gdr 0 1 2 3"
+  "staged 0 2"
   "ib-gid 0 1 2 3"
   "ib-hca 0 1 2 3"
   "auto-gid 0 1 2 3"

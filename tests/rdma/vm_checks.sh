@@ -116,6 +116,17 @@ job matrix2 0,2 0 WEFT_TRANSPORT=ib WEFT_CONNECT_TIMEOUT_MS=120000 -- matrix ib 
 job hier 0,1,2,3 0 "+$(via shm ib); ib on rxe0 port 1" WEFT_TRANSPORT=auto WEFT_DEBUG=1 \
   WEFT_CONNECT_TIMEOUT_MS=120000 -- hier
 
+# Device buffers across hosts, on the emulated engine (host memory standing in for a GPU; device
+# work finishes later on worker threads). With WEFT_IB_GDR=1 the verbs connections carry them
+# straight from and into device slots (registered by address here; through a dma-buf on CUDA);
+# without it they are staged through pinned host memory. Small device slices and two device slots
+# (the stream has 32), so that the device slots wrap many times. Within a host: CUDA IPC.
+job gdr 0,1,2,3 0 "+ib on rxe0 port 1.*GPUDirect RDMA \(emulated device memory\)" \
+  WEFT_TRANSPORT=auto WEFT_DEVICE=emulated WEFT_IB_GDR=1 WEFT_DEVICE_SLICE_BYTES=65536 \
+  WEFT_DEVICE_SLOTS=2 WEFT_DEBUG=1 WEFT_CONNECT_TIMEOUT_MS=120000 -- devmatrix cuda_ipc ib
+job staged 0,2 0 WEFT_TRANSPORT=auto WEFT_DEVICE=emulated WEFT_DEVICE_SLICE_BYTES=65536 \
+  WEFT_CONNECT_TIMEOUT_MS=120000 -- devmatrix cuda_ipc staged
+
 # No usable port (WEFT_IB_GID_INDEX names no GID of rxe0's, WEFT_IB_HCA names no device):
 # WEFT_TRANSPORT=ib fails init saying why, on every rank; auto falls back to TCP across hosts and
 # says so.

@@ -5,6 +5,11 @@
 //                             dtype at counts 1, 7 and 1001, every op, in place and not, and count
 //                             0; --large adds a few calls of 1 Mi + 7 elements (TCG moves 5-20
 //                             MB/s); then every peer carried by SAME on this host, OTHER elsewhere
+//   vm_rank devmatrix SAME OTHER  the matrix's rows on device buffers of the emulated engine
+//                             (WEFT_DEVICE=emulated), enqueued on a stream, at fewer dtypes, plus a
+//                             few calls of many device slices; then every peer's device transport:
+//                             SAME on this host, OTHER elsewhere (ib with WEFT_IB_GDR=1, staged
+//                             without)
 //   vm_rank hier              hierarchical all-reduce (forced and chosen); every peer on this
 //                             host carried by shm, every peer on another by ib
 //   vm_rank carried SAME OTHER  a small all-reduce, then every peer touched; each carried by
@@ -40,11 +45,14 @@
 #include <vector>
 
 #include "tests/collectives_mp/rank_body.h"
+#include "tests/device_mp/device_runner.h"
 
 extern "C" {
 // Internal (comm/comm.h, which is C only): the transport carrying this rank's traffic with peer;
 // NULL until the connection exists.
 const char* comm_transport_name(const weft_comm_t* comm, int peer);
+// The same for device buffers: "cuda_ipc", "staged", "ib" (GPUDirect RDMA).
+const char* comm_device_transport_name(const weft_comm_t* comm, int peer);
 }
 
 namespace {
@@ -89,9 +97,12 @@ bool Reduces(weft_coll_t c) {
 }
 
 std::string TouchEveryPeer(weft_comm_t* comm);
+std::string TouchEveryPeerOnDevice(weft_comm_t* comm, CallRunner* runner);
 std::string HostsOf(weft_comm_t* comm, std::vector<int>* hosts);
+using CarrierFn = const char* (*)(const weft_comm_t*, int);
 std::string CheckCarried(weft_comm_t* comm, const std::vector<int>& hosts, const char* same,
-                         const char* other, std::string* seen);
+                         const char* other, std::string* seen,
+                         CarrierFn carrier = comm_transport_name);
 
 const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
                               WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER,
@@ -160,6 +171,79 @@ int Matrix(const char* same, const char* other, bool large) {
   return Ok(comm, what);
 }
 
+int DeviceMatrix(const char* same, const char* other) {
+  Device dev;
+  std::string err = dev.open();
+  weft_comm_t* comm = nullptr;
+  if (!err.empty()) return Fail(comm, err);
+  err = Join(&comm);
+  if (!err.empty()) return Fail(comm, err);
+  int n;
+  weft_comm_size(comm, &n);
+  CallRunner runner = dev.runner();
+  const weft_dtype_t dtypes[] = {WEFT_FLOAT32, WEFT_BFLOAT16, WEFT_INT64, WEFT_UINT8};
+  int calls = 0, k = 0;
+  double t0 = Now();
+  for (weft_coll_t coll : kColls)
+    for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
+      weft_algo_t algo = (weft_algo_t)a;
+      if (!weft_algo_supported(coll, algo)) continue;
+      for (size_t count : {0, 1, 1001})
+        for (weft_dtype_t d : dtypes) {
+          weft_op_t op = Reduces(coll) ? (weft_op_t)(k % WEFT_NUM_OPS) : WEFT_SUM;
+          int root = (k / 3) % n;
+          bool in_place = k % 2 == 1;
+          k++;
+          err = check_call(comm, coll, algo, d, op, count, in_place, root, &runner);
+          if (!err.empty()) return Fail(comm, err);
+          calls++;
+          if (count == 0 || coll == WEFT_COLL_BARRIER) break;
+        }
+    }
+  // Many device slices (vm_checks.sh makes them small): the device slots wrap many times.
+  const size_t big = (1 << 18) + 7;
+  err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, WEFT_FLOAT32, WEFT_SUM, big,
+                   my_rank % 2 == 0, 0, &runner);
+  if (err.empty())
+    err = check_call(comm, WEFT_COLL_ALL_GATHER, WEFT_ALGO_RING, WEFT_INT32, WEFT_SUM, big / n,
+                     false, 0, &runner);
+  if (!err.empty()) return Fail(comm, err);
+  calls += 2;
+  double took = Now() - t0;
+  std::vector<int> hosts;
+  std::string seen;
+  err = HostsOf(comm, &hosts);
+  if (err.empty()) err = TouchEveryPeerOnDevice(comm, &runner);
+  if (err.empty())
+    err = CheckCarried(comm, hosts, same, other, &seen, comm_device_transport_name);
+  if (!err.empty()) return Fail(comm, err);
+  char what[200];
+  snprintf(what, sizeof what, "world %d: %d device calls in %.1f s; device peers %s", n, calls,
+           took, seen.c_str());
+  return Ok(comm, what);
+}
+
+// Touches every peer once with device buffers (pairs by distance, the lower rank sending first),
+// so that every device connection exists and comm_device_transport_name can tell what carries it.
+std::string TouchEveryPeerOnDevice(weft_comm_t* comm, CallRunner* runner) {
+  int n;
+  weft_comm_size(comm, &n);
+  for (int s = 1; s < n; s++) {
+    int to = (my_rank + s) % n, from = (my_rank - s + n) % n;
+    int32_t out = my_rank, in = -1;
+    weft_call_t send = {WEFT_COLL_SEND, &out, nullptr, 1, WEFT_INT32, WEFT_SUM, to,
+                        WEFT_ALGO_AUTO};
+    weft_call_t recv = {WEFT_COLL_RECV, nullptr, &in, 1, WEFT_INT32, WEFT_SUM, from,
+                        WEFT_ALGO_AUTO};
+    // One element fits any slot, so a send completes before its receive is posted.
+    weft_result_t r = (*runner)(comm, send, {{(char*)&out, sizeof out}});
+    if (r == WEFT_SUCCESS) r = (*runner)(comm, recv, {{(char*)&in, sizeof in}});
+    if (r != WEFT_SUCCESS) return std::string("touching peers on device: ") + weft_last_error();
+    if (in != from) return "from rank " + std::to_string(from) + " came " + std::to_string(in);
+  }
+  return "";
+}
+
 // Touches every peer once (one element each way, in pairs that cannot deadlock), so that every
 // connection exists and comm_transport_name can tell what carries it.
 std::string TouchEveryPeer(weft_comm_t* comm) {
@@ -194,11 +278,11 @@ std::string HostsOf(weft_comm_t* comm, std::vector<int>* hosts) {
 // "" if every peer is carried by `same` (on this host) or `other` (elsewhere), and at least one
 // peer elsewhere exists; `seen` lists them as "1:shm 2:ib ...".
 std::string CheckCarried(weft_comm_t* comm, const std::vector<int>& hosts, const char* same,
-                         const char* other, std::string* seen) {
+                         const char* other, std::string* seen, CarrierFn carrier) {
   int others = 0;
   for (int p = 0; p < (int)hosts.size(); p++) {
     if (p == my_rank) continue;
-    const char* name = comm_transport_name(comm, p);
+    const char* name = carrier(comm, p);
     std::string got = name ? name : "(not connected)";
     *seen += (seen->empty() ? "" : " ") + std::to_string(p) + ":" + got;
     bool here = hosts[p] == hosts[my_rank];
@@ -393,7 +477,8 @@ int Vanish(double slack, const char* ifname) {
 
 int Usage() {
   fprintf(stderr,
-          "usage: vm_rank matrix SAME OTHER [--large] | hier | carried SAME OTHER |\n"
+          "usage: vm_rank matrix SAME OTHER [--large] | devmatrix SAME OTHER | hier |\n"
+          "       carried SAME OTHER |\n"
           "       init-fails TEXT... | kill VICTIM SECONDS | vanish SLACK IFNAME\n");
   return 2;
 }
@@ -407,6 +492,7 @@ int main(int argc, char** argv) {
   my_rank = r ? atoi(r) : -1;
   if (check_name == "matrix" && (argc == 4 || argc == 5))
     return Matrix(argv[2], argv[3], argc == 5 && strcmp(argv[4], "--large") == 0);
+  if (check_name == "devmatrix" && argc == 4) return DeviceMatrix(argv[2], argv[3]);
   if (check_name == "hier" && argc == 2) return Hier();
   if (check_name == "carried" && argc == 4) return Carried(argv[2], argv[3]);
   if (check_name == "init-fails" && argc >= 3) return InitFails(argc - 2, argv + 2);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -151,11 +152,19 @@ TEST(IbChoice, MalformedHcaIsAnErrorInAnyMode) {
 
 constexpr size_t kSlot = 4096;
 
+// What the verbs transport `t` publishes about itself.
+ibvw_port_facts_t PublishedFacts(const transport_t* t) {
+  std::vector<char> blob(ibverbs_transport_ops.addr_size);
+  ibverbs_transport_ops.local_addr(t, blob.data());
+  return ibverbs_blob_facts(blob.data());
+}
+
+// With `dev` and cfg->ib_gdr set, the connections carry device messages themselves (GPUDirect).
 std::string OpenIb(int rank, int n, uint64_t comm_id, const weft_config_t* cfg, BlobExchange* ex,
-                   RankXport* out) {
+                   RankXport* out, dev_engine_t* dev = nullptr) {
   net_addr_t addr;
   if (net_resolve("127.0.0.1", 0, &addr) != WEFT_SUCCESS) return "resolve 127.0.0.1";
-  transport_params_t tp = {rank, n, comm_id, cfg, &addr, nullptr};
+  transport_params_t tp = {rank, n, comm_id, cfg, &addr, dev};
   const transport_ops_t* ops = &ibverbs_transport_ops;
   if (ops->create(&tp, &out->t) != WEFT_SUCCESS)
     return "rank " + std::to_string(rank) + ": create: " + err_last();
@@ -475,6 +484,63 @@ TEST(IbSlices, OneWayCreditsAloneFreeTheSlots) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// ---- with a port: device buffers straight from device memory (WEFT_IB_GDR) --------------------
+
+struct GdrCase {
+  int slots, dev_slots;
+  Windows w;
+};
+
+class IbGdr : public ::testing::TestWithParam<GdrCase> {};
+
+// Host and device messages interleaved on one verbs connection, both ways at once: ordinary,
+// in-place and lent, of every awkward length around the slots, device ones longer than a device
+// slot cut alike at both ends. The device slots are fewer than the stream's (or more): a device
+// slot is written again only once the stream slot of its last use was freed. On the emulated
+// engine, whose device memory the adapter registers by address; without the device slots, the
+// transport refuses device messages and this fails.
+TEST_P(IbGdr, DeviceAndHostMessagesInterleave) {
+  SKIP_WITHOUT_PORT();
+  GdrCase k = GetParam();
+  uint64_t id = TestCommId();
+  BlobExchange ex(2);
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int) -> std::string {
+        dev_engine_t* dev;
+        if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
+        weft_config_t cfg = TestConfig(kSlot, k.slots, 4);
+        cfg.ib_gdr = 1;
+        cfg.device_slice_bytes = 2 * kSlot;
+        cfg.device_slots = k.dev_slots;
+        RankXport x;
+        std::string err = OpenIb(rank, n, id, &cfg, &ex, &x, dev);
+        if (err.empty() && !PublishedFacts(x.t).gdr)
+          err = "rank " + std::to_string(rank) + ": WEFT_IB_GDR=1 but no GPUDirect: " + err_last();
+        auto script = [&](int from) {
+          return LentScript(from, 240, 2 * kSlot, kSlot, true, 57 + (uint32_t)k.dev_slots);
+        };
+        int peer = 1 - rank;
+        if (err.empty())
+          err = Drive(x.conns[peer], dev, rank, script(rank), script(peer), k.w, 60000);
+        x.Close(false);
+        dev_engine_close(dev);
+        if (err.empty()) err = LeakCheck(rank);
+        return err;
+      },
+      180000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Slots, IbGdr,
+                         ::testing::Values(GdrCase{4, 2, {1, 1}}, GdrCase{4, 2, {16, 16}},
+                                           GdrCase{2, 3, {16, 16}}),
+                         [](const ::testing::TestParamInfo<GdrCase>& info) {
+                           return "slots" + std::to_string(info.param.slots) + "_dev" +
+                                  std::to_string(info.param.dev_slots) + "_w" +
+                                  std::to_string(info.param.w.send);
+                         });
+
 // Many messages posted at once on rings small and large.
 INSTANTIATE_TEST_SUITE_P(ManyInFlight, IbStreams,
                          ::testing::Values(IbCase{4, {64, 64}, 400}, IbCase{32, {64, 64}, 600}),
@@ -572,12 +638,20 @@ TEST(IbBackpressure, SendsStopAtTheRingThenResume) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
-// Backpressure with lent slots (fused steps): lend_send gives exactly the ring's slots at once,
-// then, committed and not received, no more however long the sender asks; once the receiver
-// takes them, lending goes on to the end.
-TEST(IbBackpressure, LendingStopsAtTheRingThenResumes) {
+// Backpressure with lent device slots (fused steps on device buffers, WEFT_IB_GDR): lend_send
+// gives exactly as many slots at once as the fewer of the stream's and the device slots, then,
+// committed and not received, no more however long the sender asks; once the receiver takes them,
+// lending goes on to the end.
+struct LendCase {
+  int slots, dev_slots;
+};
+
+class IbLendBackpressure : public ::testing::TestWithParam<LendCase> {};
+
+TEST_P(IbLendBackpressure, LendingStopsAtTheRingThenResumes) {
   SKIP_WITHOUT_PORT();
-  const int kTotal = 4 * kRingSlots + 3;
+  LendCase k = GetParam();
+  const int ring = std::min(k.slots, k.dev_slots), kTotal = 4 * ring + 3;
   uint64_t id = TestCommId();
   BlobExchange ex(2);
   auto results = mp_run(
@@ -585,9 +659,12 @@ TEST(IbBackpressure, LendingStopsAtTheRingThenResumes) {
       [&](int rank, int n, int) -> std::string {
         dev_engine_t* dev;
         if (OpenTestEngine(&dev) != WEFT_SUCCESS) return err_last();
-        weft_config_t cfg = TestConfig(kSlot, kRingSlots, 2);
+        weft_config_t cfg = TestConfig(kSlot, k.slots, 2);
+        cfg.ib_gdr = 1;
+        cfg.device_slice_bytes = kSlot;
+        cfg.device_slots = k.dev_slots;
         RankXport x;
-        std::string err = OpenIb(rank, n, id, &cfg, &ex, &x);
+        std::string err = OpenIb(rank, n, id, &cfg, &ex, &x, dev);
         conn_t* c = err.empty() ? x.conns[1 - rank] : nullptr;
         if (err.empty()) err = Handshake(c, dev, rank);
         auto go = [&]() {
@@ -598,13 +675,13 @@ TEST(IbBackpressure, LendingStopsAtTheRingThenResumes) {
         if (err.empty() && rank == 0) {
           int at_once = 0, stalled = 0;
           err = LendUntilFull(c, dev, rank, kSlot, kTotal, go, &at_once, &stalled, 30000);
-          if (err.empty() && (at_once != kRingSlots || stalled != kRingSlots))
+          if (err.empty() && (at_once != ring || stalled != ring))
             err = "lent " + std::to_string(at_once) + " at once and stalled after " +
-                  std::to_string(stalled) + ", expected " + std::to_string(kRingSlots) + " and " +
-                  std::to_string(kRingSlots);
+                  std::to_string(stalled) + ", expected " + std::to_string(ring) + " and " +
+                  std::to_string(ring);
         } else if (err.empty()) {
           std::vector<Msg> in;
-          for (int i = 0; i < kTotal; i++) in.push_back({false, kSlot, i % 2 == 0});
+          for (int i = 0; i < kTotal; i++) in.push_back({true, kSlot, i % 2 == 0});
           err = go();
           if (err.empty()) err = Drive(c, dev, rank, {}, in, Windows{3, 3}, 30000);
         }
@@ -616,5 +693,13 @@ TEST(IbBackpressure, LendingStopsAtTheRingThenResumes) {
       90000);
   EXPECT_EQ(mp_summary(results), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Slots, IbLendBackpressure,
+                         ::testing::Values(LendCase{kRingSlots, kRingSlots},
+                                           LendCase{kRingSlots, 2}, LendCase{2, kRingSlots}),
+                         [](const ::testing::TestParamInfo<LendCase>& info) {
+                           return "slots" + std::to_string(info.param.slots) + "_dev" +
+                                  std::to_string(info.param.dev_slots);
+                         });
 
 }  // namespace
