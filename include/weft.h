@@ -36,6 +36,9 @@
 extern "C" {
 #endif
 
+/* The release this header describes. libweft.so's SONAME is libweft.so.<MAJOR>: a change that
+ * breaks the ABI raises MAJOR together with the SONAME in BUILD and the node in libweft.map
+ * (tests/abi holds them to this header). */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0

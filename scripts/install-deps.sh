@@ -10,11 +10,16 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
 [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || [ -f /usr/lib/libgtest.a ] ||
   ls /usr/lib/*/libgtest.a >/dev/null 2>&1 || need+=(libgtest-dev)
+# cmake and pkg-config: the install test builds a program against an installed weft with both.
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf)
 # Headers of the RDMA verbs transport (libibverbs itself is loaded at run time, if present).
 [ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
 # The Python package's tests (scripts/test-python.sh): Debian's torch, numpy and pytest, a venv
-# that sees them, and pip to install the package into it; psutil for weft.torch.utils.
-for pkg in python3-torch python3-numpy python3-pytest python3-venv python3-pip python3-psutil; do
+# that sees them, and pip to install the package into it; psutil for weft.torch.utils; setuptools
+# and wheel, which build the package and its wheel without fetching a build backend.
+for pkg in python3-torch python3-numpy python3-pytest python3-venv python3-pip python3-psutil \
+  python3-setuptools python3-wheel; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 

@@ -40,8 +40,9 @@ run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //te
 # Device calls: the progress thread, stream gates and the engine's worker threads together.
 run --config=tsan //tests/device_mp:device_mp_test \
   --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:*Matrix*/1
-# The CPU-only build, even where the CUDA toolkit is installed.
-run --config=nocuda //tests/build:all //tests/errors:all
+# The CPU-only build, even where the CUDA toolkit is installed (tests/abi: the exports without the
+# static CUDA runtime linked in).
+run --config=nocuda //tests/build:all //tests/errors:all //tests/abi:all
 
 # The Python package and the torch.distributed backend: each pytest test counts as one.
 run_python() {

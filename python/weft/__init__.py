@@ -8,6 +8,8 @@
 
 `import weft.torch` registers the "weft" backend of torch.distributed.
 """
+from importlib import metadata as _metadata
+
 from . import _lib
 from .buffers import Buffer, as_buffer
 from .comm import Comm
@@ -19,7 +21,10 @@ __all__ = [
     "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "Request", "Result",
     "WeftError", "as_buffer", "build_features", "library_path", "version",
 ]
-__version__ = "0.1.0"
+try:  # include/weft.h's version, which setup.py gave the installed distribution
+    __version__ = _metadata.version("weft")
+except _metadata.PackageNotFoundError:  # python/ used from a checkout, not installed
+    __version__ = "0+unknown"
 
 INT8, UINT8, INT32, UINT32, INT64, UINT64 = (Dtype.INT8, Dtype.UINT8, Dtype.INT32, Dtype.UINT32,
                                              Dtype.INT64, Dtype.UINT64)

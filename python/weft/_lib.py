@@ -14,8 +14,9 @@ _lock = threading.Lock()
 _lib = None
 
 BUILD_HINT = (
-    "build it with `bazel build //:libweft.so` in the weft checkout and copy it next to the "
-    "package (python/build_lib.sh does both), or point WEFT_LIBRARY at it"
+    "install the package with `pip install ./python` in the weft checkout, which builds it "
+    "(`bazel build //:libweft.so`) and puts it next to the package, or point WEFT_LIBRARY at a "
+    "libweft.so"
 )
 
 

@@ -1,0 +1,110 @@
+"""setup.py -- the build steps pyproject.toml cannot declare: the version, and libweft.so.
+
+The package is built from a weft checkout (`pip install ./python`, `pip wheel ./python`):
+
+* its version is the library's, read from the WEFT_VERSION_* macros of include/weft.h, the one
+  place it is written (weft.__version__ reads it back from the installed metadata);
+* build_py runs the same Bazel build as `bazel build //:libweft.so` in the checkout and copies
+  the library into the built package, so the wheel or installation carries it and nothing needs
+  WEFT_LIBRARY. Bazel rebuilds only what changed, so a library already built costs nothing.
+  WEFT_LIBWEFT=/path/to/libweft.so packages that file instead of running Bazel (a library built
+  separately, as a distribution's build does). BAZEL may carry startup options
+  (BAZEL="bazel --output_base=/tmp/ob"), BAZEL_FLAGS build options (e.g. --config=nocuda).
+
+The wheel holds a Linux shared library but no Python extension (ctypes loads it), so it is tagged
+for any Python 3 on this platform: py3-none-<platform>.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import Distribution, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+HEADER = ROOT / "include" / "weft.h"
+CHECKOUT_HINT = "the weft package builds from a weft checkout: run `pip install ./python` in one"
+
+
+def weft_version():
+    try:
+        text = HEADER.read_text()
+    except OSError as e:
+        raise SystemExit(f"weft: cannot read {HEADER} ({e.strerror}); {CHECKOUT_HINT}") from e
+    parts = []
+    for part in ("MAJOR", "MINOR", "PATCH"):
+        m = re.search(rf"^#define WEFT_VERSION_{part} (\d+)", text, re.M)
+        if not m:
+            raise SystemExit(f"weft: {HEADER} has no WEFT_VERSION_{part}")
+        parts.append(m.group(1))
+    return ".".join(parts)
+
+
+def libweft_path():
+    """The libweft.so to package: $WEFT_LIBWEFT, else Bazel's, built now."""
+    given = os.environ.get("WEFT_LIBWEFT")
+    if given:
+        if not os.path.isfile(given):
+            raise SystemExit(f"weft: WEFT_LIBWEFT={given}: no such file")
+        return given
+    if not (ROOT / "WORKSPACE").is_file():
+        raise SystemExit(f"weft: no Bazel workspace at {ROOT}; {CHECKOUT_HINT}, or set "
+                         "WEFT_LIBWEFT to a built libweft.so")
+    bazel = shlex.split(os.environ.get("BAZEL", "bazel"))
+    flags = shlex.split(os.environ.get("BAZEL_FLAGS", ""))
+    if shutil.which(bazel[0]) is None:
+        raise SystemExit(f"weft: building libweft.so needs Bazel, and {bazel[0]} is not on PATH: "
+                         "scripts/install-deps.sh installs it (or set WEFT_LIBWEFT to a built "
+                         "libweft.so)")
+    try:
+        subprocess.run(bazel + ["build"] + flags + ["//:libweft.so"], cwd=ROOT, check=True)
+        out = subprocess.run(bazel + ["info"] + flags + ["bazel-bin"], cwd=ROOT, check=True,
+                             stdout=subprocess.PIPE, text=True).stdout.strip()
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"weft: `{shlex.join(e.cmd)}` in {ROOT} failed (status "
+                         f"{e.returncode}); its output above says why") from e
+    return os.path.join(out, "libweft.so")
+
+
+class BuildPyWithLibrary(build_py):
+    """build_py, then libweft.so next to the package's modules."""
+
+    def run(self):
+        super().run()
+        src = libweft_path()
+        dst = Path(self.build_lib) / "weft" / "libweft.so"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.exists():
+            dst.unlink()  # Bazel's outputs are read-only, and so is an earlier copy
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o755)
+        print(f"weft: packaged {src} as {dst}")
+
+
+class LibraryDistribution(Distribution):
+    """Not pure Python: the package holds libweft.so, so it installs to platlib and its wheel
+    is tied to the platform."""
+
+    def has_ext_modules(self):
+        return True
+
+
+cmdclass = {"build_py": BuildPyWithLibrary}
+try:
+    from wheel.bdist_wheel import bdist_wheel
+
+    class BdistWheelPlatform(bdist_wheel):
+        """The platform's wheel, for any Python 3: ctypes needs no particular interpreter ABI."""
+
+        def get_tag(self):
+            return ("py3", "none") + tuple(super().get_tag()[2:])
+
+    cmdclass["bdist_wheel"] = BdistWheelPlatform
+except ImportError:  # no wheel package: pip installs without building a wheel
+    pass
+
+setup(version=weft_version(), cmdclass=cmdclass, distclass=LibraryDistribution)
