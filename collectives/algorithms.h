@@ -17,7 +17,8 @@ extern "C" {
 #endif
 
 /* What a builder is asked for: one rank's part of one call. `count` follows weft.h (per rank:
- * all_gather's and gather's sendcount, reduce_scatter's and scatter's recvcount); root is the
+ * all_gather's and gather's sendcount, reduce_scatter's and scatter's recvcount, all_to_all's
+ * count per peer); root is the
  * root, or the peer of send and recv. */
 typedef struct {
   weft_coll_t coll;
@@ -68,7 +69,7 @@ typedef struct {
 
 /* Predicted seconds for `bytes` (nccl-tests' "size": the per-rank buffer of all_reduce,
  * broadcast and reduce; the gathered buffer of all_gather and gather; the input of
- * reduce_scatter and scatter, the root's sendbuf). */
+ * reduce_scatter and scatter, the root's sendbuf; all_to_all: one rank's whole sendbuf). */
 typedef double (*cost_fn)(const cost_model_t *m, int nranks, double bytes);
 
 typedef struct {
@@ -128,6 +129,10 @@ weft_result_t linear_scatter_build(schedule_t *s, const sched_args_t *a);
 double linear_scatter_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t binomial_scatter_build(schedule_t *s, const sched_args_t *a);
 double binomial_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t pairwise_alltoall_build(schedule_t *s, const sched_args_t *a);
+double pairwise_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t bruck_alltoall_build(schedule_t *s, const sched_args_t *a);
+double bruck_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
 double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 

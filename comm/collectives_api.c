@@ -48,6 +48,9 @@ static void shape_of(const weft_comm_t *c, const weft_call_t *k, size_t esize, c
     case WEFT_COLL_SCATTER: /* the other ranks pass no sendbuf */
       *sh = (call_shape_t){root ? n * p : 0, n, root, 1, root && sb && rb == sb + me * n * esize};
       break;
+    case WEFT_COLL_ALL_TO_ALL: /* no in-place form: the overlap check rejects equal buffers */
+      *sh = (call_shape_t){n * p, n * p, 1, 1, 0};
+      break;
     case WEFT_COLL_BARRIER: *sh = (call_shape_t){0, 0, 0, 0, 0}; break;
     case WEFT_COLL_SEND: *sh = (call_shape_t){n, 0, 1, 0, 0}; break;
     case WEFT_COLL_RECV: *sh = (call_shape_t){0, n, 0, 1, 0}; break;
@@ -309,6 +312,13 @@ weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, 
 weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                            weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream) {
   weft_call_t k = {WEFT_COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype, WEFT_SUM, root,
+                   WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_ALL_TO_ALL, sendbuf, recvbuf, count, dtype, WEFT_SUM, -1,
                    WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }

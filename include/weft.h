@@ -105,7 +105,8 @@ typedef enum {
   WEFT_COLL_RECV = 7,
   WEFT_COLL_GATHER = 8,
   WEFT_COLL_SCATTER = 9,
-  WEFT_NUM_COLLS = 10
+  WEFT_COLL_ALL_TO_ALL = 10,
+  WEFT_NUM_COLLS = 11
 } weft_coll_t;
 
 /* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
@@ -127,7 +128,12 @@ typedef enum {
   /* Gather, scatter: the root exchanges with every rank directly. Its own value because no
    * other algorithm has this shape (ring would suggest a chain, which costs p-1 hops). */
   WEFT_ALGO_LINEAR = 8,
-  WEFT_NUM_ALGOS = 9
+  /* all_to_all: p-1 exchanges, each rank with rank+k and rank-k in step k; for large blocks. */
+  WEFT_ALGO_PAIRWISE = 9,
+  /* all_to_all in ceil(log2(p)) exchanges of about half the blocks each (Bruck et al.); blocks
+   * travel up to log2(p) times, so it wins for small blocks only. */
+  WEFT_ALGO_BRUCK = 10,
+  WEFT_NUM_ALGOS = 11
 } weft_algo_t;
 
 /* ---- Library ---------------------------------------------------------------------------- */
@@ -223,6 +229,12 @@ weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, 
 weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                            weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream);
 
+/* recvbuf[i * count + j] = rank i's sendbuf[rank * count + j]: block k of sendbuf goes to rank k,
+ * block i of recvbuf came from rank i. Both buffers hold nranks * count elements and must not
+ * overlap (no in-place form). */
+weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              weft_comm_t *comm, weft_stream_t stream);
+
 /* Returns on each rank once every rank has entered it. */
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
 
@@ -235,8 +247,8 @@ weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, w
 
 /* Any operation, described in full; `algo` overrides WEFT_ALGO and the cost model for this call.
  * count: per rank as in the calls above (all_gather, gather: sendcount; reduce_scatter,
- * scatter: recvcount). root: the root of broadcast, reduce, gather and scatter, the peer of send
- * and recv, ignored otherwise. */
+ * scatter: recvcount; all_to_all: per peer). root: the root of broadcast, reduce, gather and
+ * scatter, the peer of send and recv, ignored otherwise. */
 typedef struct {
   weft_coll_t coll;
   const void *sendbuf;

@@ -161,6 +161,17 @@ class Comm:
         return self._call(Coll.SCATTER, send, recv, recv.count, Op.SUM, root, algo, async_op,
                           recvbuf)
 
+    def all_to_all(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False):
+        """Block j of sendbuf goes to rank j; block i of recvbuf comes from rank i. Both hold
+        size * n elements (n per peer) and must be distinct. Returns recvbuf."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        if send.count % self._size or recv.count != send.count:
+            raise ValueError(f"weft: all_to_all: sendbuf and recvbuf hold {send.count} and "
+                             f"{recv.count} elements, each needs {self._size} x n")
+        return self._call(Coll.ALL_TO_ALL, send, recv, send.count // self._size, Op.SUM, 0, algo,
+                          async_op, recvbuf)
+
     def barrier(self, *, algo=None, async_op=False):
         """Returns once every rank has entered it."""
         return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)

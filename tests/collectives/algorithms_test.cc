@@ -15,7 +15,8 @@ namespace {
 const char* AlgoName(weft_algo_t a) {
   static const char* names[] = {
       "auto",         "ring",          "tree",        "double_tree", "recursive_doubling",
-      "rabenseifner", "dissemination", "hierarchical", "linear"};
+      "rabenseifner", "dissemination", "hierarchical", "linear",       "pairwise",
+      "bruck"};
   return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 
@@ -95,11 +96,28 @@ TEST(Algorithms, EveryCollectiveHasARing) {
   // The ring (chain for broadcast and reduce) is the fallback every collective can use; gather
   // and scatter have the root talk to each rank directly instead (a chain would forward every
   // block through up to p-2 ranks).
+  // All-to-all's direct form is the pairwise exchange.
   for (int c = 0; c < WEFT_NUM_COLLS; c++) {
     bool linear = c == WEFT_COLL_GATHER || c == WEFT_COLL_SCATTER;
-    EXPECT_NE(algo_lookup((weft_coll_t)c, linear ? WEFT_ALGO_LINEAR : WEFT_ALGO_RING), nullptr)
-        << sim::CollName((weft_coll_t)c);
+    weft_algo_t a = linear                        ? WEFT_ALGO_LINEAR
+                    : c == WEFT_COLL_ALL_TO_ALL ? WEFT_ALGO_PAIRWISE
+                                                  : WEFT_ALGO_RING;
+    EXPECT_NE(algo_lookup((weft_coll_t)c, a), nullptr) << sim::CollName((weft_coll_t)c);
   }
+}
+
+TEST(Algorithms, AllToAllHasPairwiseAndBruck) {
+  EXPECT_NE(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_PAIRWISE), nullptr);
+  EXPECT_NE(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_BRUCK), nullptr);
+  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_RING), nullptr);
+  EXPECT_STREQ(weft_algo_name(WEFT_ALGO_PAIRWISE), "pairwise");
+  EXPECT_STREQ(weft_algo_name(WEFT_ALGO_BRUCK), "bruck");
+  EXPECT_EQ(weft_algo_from_name("bruck"), WEFT_ALGO_BRUCK);
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_ALL_TO_ALL), "all_to_all");
+  // Appended: the values callers compiled against stay.
+  EXPECT_EQ((int)WEFT_COLL_ALL_TO_ALL, 10);
+  EXPECT_EQ((int)WEFT_ALGO_PAIRWISE, 9);
+  EXPECT_EQ((int)WEFT_ALGO_BRUCK, 10);
 }
 
 TEST(Algorithms, GatherAndScatterHaveLinearAndBinomialTree) {

@@ -27,7 +27,8 @@ std::vector<std::pair<bool, size_t>> StreamShape(const schedule_t& s, int peer, 
 
 std::string CollName(weft_coll_t c) {
   static const char* names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
-                                "barrier",    "send",      "recv",   "gather",     "scatter"};
+                                "barrier",    "send",      "recv",   "gather",     "scatter",
+                                "all_to_all"};
   return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "?";
 }
 
@@ -95,6 +96,7 @@ size_t SendSize(const Call& c) {
   switch (c.coll) {
     case WEFT_COLL_REDUCE_SCATTER:
     case WEFT_COLL_SCATTER:  // the root's
+    case WEFT_COLL_ALL_TO_ALL:
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -107,6 +109,7 @@ size_t RecvSize(const Call& c) {
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:
     case WEFT_COLL_GATHER:  // the root's
+    case WEFT_COLL_ALL_TO_ALL:
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -127,7 +130,8 @@ Memory Layout(const Call& c, int r) {
   m.recv.resize(RecvSize(c));
   for (size_t i = 0; i < m.send.size(); i++) m.send[i] = {Input(r, i), 1u << r, 0, true};
   bool rooted = scatters || gathers;
-  if (!c.in_place || (rooted && r != c.root)) return m;
+  // All-to-all has no in-place form (weft.h): the flag does not apply.
+  if (!c.in_place || (rooted && r != c.root) || c.coll == WEFT_COLL_ALL_TO_ALL) return m;
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:  // sendbuf == recvbuf + r n
     case WEFT_COLL_GATHER:      // (the root)
@@ -191,6 +195,9 @@ std::string CheckOutput(const Call& c, const World& w) {
           break;
         case WEFT_COLL_SCATTER:
           want = Input(c.root, r * n + i);
+          break;
+        case WEFT_COLL_ALL_TO_ALL:  // block q came from rank q, which held it at block r
+          want = Input((int)(i / n), r * n + i % n);
           break;
         case WEFT_COLL_REDUCE_SCATTER:
           for (int q = 0; q < p; q++) want += Input(q, r * n + i);

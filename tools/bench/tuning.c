@@ -222,7 +222,7 @@ weft_result_t bench_tune(bench_t *b) {
   /* sendrecv is left out: it has one algorithm and nothing to choose. */
   static const bench_coll_t colls[] = {BENCH_ALL_REDUCE, BENCH_BROADCAST,      BENCH_REDUCE,
                                        BENCH_ALL_GATHER, BENCH_REDUCE_SCATTER, BENCH_BARRIER,
-                                       BENCH_GATHER,     BENCH_SCATTER};
+                                       BENCH_GATHER,     BENCH_SCATTER,        BENCH_ALL_TO_ALL};
   bench_crossover_stats_t stats = {0, 0, 0.0};
   if (b->rank == 0) {
     char line[512];

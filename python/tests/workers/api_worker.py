@@ -234,6 +234,28 @@ def check_scatter(c):
                               np.arange(3 * rank, 3 * rank + 3) * (root + 1)), (root, buf)
 
 
+def check_all_to_all(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    for algo in (None, "pairwise", "bruck"):
+        for n in (0, 1, 3, 1000):
+            for dt in (np.int64, np.float32, np.uint8):
+                # Element k of the block rank r sends to rank j names (r, j, k), modulo what the
+                # dtype holds, so that a block from the wrong rank or for the wrong rank shows.
+                j, k = np.divmod(np.arange(size * n), n) if n else (np.zeros(0), np.zeros(0))
+                send = ((rank * 31 + j * 7 + k) % 97).astype(dt)
+                out = np.full(size * n, 255, dt)
+                assert comm.all_to_all(send, out, algo=algo) is out
+                i = j  # block i of out came from rank i, and was its block `rank`
+                want = ((i * 31 + rank * 7 + k) % 97).astype(dt)
+                assert np.array_equal(out, want), (algo, n, dt, out[:8], want[:8])
+    send = np.arange(4 * size, dtype=np.float64) + 1000 * rank
+    out = np.zeros(4 * size)
+    req = comm.all_to_all(send, out, async_op=True)
+    assert req.wait() is out
+    assert np.array_equal(out[4 * rank:4 * rank + 4], send[4 * rank:4 * rank + 4])
+
+
 def check_barrier(c):
     comm = c["comm"]
     for _ in range(3):
@@ -465,6 +487,9 @@ def check_local_argument_errors(c):
         (lambda: comm.scatter(None, np.ones(2), root=comm.rank), ValueError,
          "root needs a sendbuf"),
         (lambda: comm.gather(np.ones(2), np.ones(2), root=comm.size + 3), weft.WeftError, "root"),
+        (lambda: comm.all_to_all(np.ones(2 * comm.size), np.ones(2 * comm.size + 1)), ValueError,
+         "all_to_all"),
+        (lambda b=np.ones(2 * comm.size): comm.all_to_all(b, b), weft.WeftError, "overlap"),
         (lambda: comm.all_reduce(np.ones(2, np.int16)), TypeError, "int16"),
         (lambda: comm.all_reduce(np.ones(2, np.complex64)), TypeError, "complex64"),
         (lambda: comm.all_reduce(np.ones((4, 4))[:, 1]), ValueError, "contiguous"),
