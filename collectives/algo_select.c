@@ -47,7 +47,8 @@ static weft_result_t parse_item(const char *item, algo_policy_t *out) {
   if (coll == WEFT_NUM_COLLS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "WEFT_ALGO: unknown collective '%s' (known: all_reduce, broadcast, reduce, "
-                    "all_gather, reduce_scatter, barrier, gather, scatter, all_to_all)",
+                    "all_gather, reduce_scatter, barrier, gather, scatter, all_to_all, "
+                    "all_to_allv)",
                     coll_name);
   if (algo != WEFT_ALGO_AUTO && !algo_lookup(coll, algo))
     return unsupported(coll, algo, "WEFT_ALGO");

@@ -35,6 +35,8 @@ typedef struct {
    * link must hold more than a round's chunk or the ring could wait on itself; the executor's
    * lending transports hold WEFT_SHM_SLOTS slices and rounds are half that (sched_round_count). */
   size_t round_count;
+  /* all_to_allv: weft_call_t's arrays (nranks entries each); NULL otherwise. */
+  const size_t *send_counts, *send_displs, *recv_counts, *recv_displs;
 } sched_args_t;
 
 /* round_count for slices of slice_elems and transports that hold `slots` slices per link. */
@@ -133,6 +135,9 @@ weft_result_t pairwise_alltoall_build(schedule_t *s, const sched_args_t *a);
 double pairwise_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t bruck_alltoall_build(schedule_t *s, const sched_args_t *a);
 double bruck_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t pairwise_alltoallv_build(schedule_t *s, const sched_args_t *a);
+/* Even splits (count / p per pair): pairwise_alltoall_cost with a token per pair and direction. */
+double pairwise_alltoallv_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
 double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 

@@ -6,9 +6,8 @@
 
 const char *weft_coll_name(weft_coll_t coll) {
   static const char *const names[WEFT_NUM_COLLS] = {
-      "all_reduce", "broadcast", "reduce",  "all_gather", "reduce_scatter",
-      "barrier",    "send",      "recv",    "gather",     "scatter",
-      "all_to_all"};
+      "all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier",
+      "send",       "recv",      "gather", "scatter",    "all_to_all",     "all_to_allv"};
   return (unsigned)coll < WEFT_NUM_COLLS ? names[coll] : "unknown-collective";
 }
 

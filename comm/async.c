@@ -255,14 +255,27 @@ weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_r
 
 weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                weft_op_t op, weft_comm_t *comm, weft_request_t **req) {
-  weft_call_t k = {WEFT_COLL_ALL_REDUCE, sendbuf, recvbuf, count, dtype, op, -1, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_REDUCE,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call_async(&k, comm, req);
 }
 
 weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               int root, weft_comm_t *comm, weft_request_t **req) {
-  weft_call_t k = {WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_BROADCAST,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call_async(&k, comm, req);
 }
 

@@ -106,7 +106,8 @@ typedef enum {
   WEFT_COLL_GATHER = 8,
   WEFT_COLL_SCATTER = 9,
   WEFT_COLL_ALL_TO_ALL = 10,
-  WEFT_NUM_COLLS = 11
+  WEFT_COLL_ALL_TO_ALLV = 11,
+  WEFT_NUM_COLLS = 12
 } weft_coll_t;
 
 /* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
@@ -129,7 +130,7 @@ typedef enum {
    * other algorithm has this shape (ring would suggest a chain, which costs p-1 hops). */
   WEFT_ALGO_LINEAR = 8,
   /* all_to_all: p-1 exchanges, each rank with rank+k and rank-k in step k; for large blocks. */
-  WEFT_ALGO_PAIRWISE = 9,
+  WEFT_ALGO_PAIRWISE = 9,           /* also all_to_allv, its only algorithm */
   /* all_to_all in ceil(log2(p)) exchanges of about half the blocks each (Bruck et al.); blocks
    * travel up to log2(p) times, so it wins for small blocks only. */
   WEFT_ALGO_BRUCK = 10,
@@ -235,6 +236,15 @@ weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
 weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               weft_comm_t *comm, weft_stream_t stream);
 
+/* all_to_all with a count per pair, as MPI_Alltoallv (counts and displacements in elements):
+ * sendcounts[j] elements from sendbuf + sdispls[j] go to rank j, and recvcounts[i] elements from
+ * rank i land at recvbuf + rdispls[i]. Rank i's sendcounts[j] must equal rank j's recvcounts[i]:
+ * where they differ, both ranks fail with WEFT_ERR_MISMATCH naming the two ranks and counts. The
+ * regions must not overlap between sendbuf and recvbuf; sendcounts[rank] == recvcounts[rank]. */
+weft_result_t weft_all_to_allv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                               weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream);
+
 /* Returns on each rank once every rank has entered it. */
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
 
@@ -258,6 +268,10 @@ typedef struct {
   weft_op_t op;
   int root;
   weft_algo_t algo;
+  /* all_to_allv only (its count is unused): nranks entries each, weft_all_to_allv's arguments;
+   * like the buffers, they must stay valid until an asynchronous call completes. Read for no
+   * other collective, so callers built before these fields existed are unaffected. */
+  const size_t *send_counts, *send_displs, *recv_counts, *recv_displs;
 } weft_call_t;
 
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream);

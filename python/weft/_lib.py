@@ -31,6 +31,11 @@ class CallT(ctypes.Structure):
         ("op", ctypes.c_int),
         ("root", ctypes.c_int),
         ("algo", ctypes.c_int),
+        # all_to_allv's per-rank counts and displacements (size_t arrays)
+        ("send_counts", ctypes.c_void_p),
+        ("send_displs", ctypes.c_void_p),
+        ("recv_counts", ctypes.c_void_p),
+        ("recv_displs", ctypes.c_void_p),
     ]
 
 

@@ -172,6 +172,39 @@ class Comm:
         return self._call(Coll.ALL_TO_ALL, send, recv, send.count // self._size, Op.SUM, 0, algo,
                           async_op, recvbuf)
 
+    def all_to_allv(self, sendbuf, send_counts, recvbuf, recv_counts, *, send_displs=None,
+                    recv_displs=None, dtype=None, async_op=False):
+        """send_counts[j] elements from sendbuf[send_displs[j]:] go to rank j; recv_counts[i]
+        elements from rank i land at recvbuf[recv_displs[i]:]. Counts and displacements are in
+        elements, one per rank; displacements default to the counts' prefix sums. Rank i's
+        send_counts[j] must equal rank j's recv_counts[i] (else both fail). Returns recvbuf."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        arrays = []
+        for name, values, of in (("send_counts", send_counts, None),
+                                 ("send_displs", send_displs, send_counts),
+                                 ("recv_counts", recv_counts, None),
+                                 ("recv_displs", recv_displs, recv_counts)):
+            if values is None:  # prefix sums of the counts
+                values, total = [], 0
+                for c in of:
+                    values.append(total)
+                    total += int(c)
+            values = [int(v) for v in values]
+            if len(values) != self._size or min(values, default=0) < 0:
+                raise ValueError(f"weft: all_to_allv: {name} needs {self._size} values >= 0, got "
+                                 f"{values}")
+            arrays.append((ctypes.c_size_t * self._size)(*values))
+        for (counts, displs, buf, what) in ((arrays[0], arrays[1], send, "sendbuf"),
+                                            (arrays[2], arrays[3], recv, "recvbuf")):
+            end = max((d + c for c, d in zip(counts, displs) if c), default=0)
+            if end > buf.count:
+                raise ValueError(f"weft: all_to_allv: {what} holds {buf.count} elements, the "
+                                 f"counts and displacements reach {end}")
+        extra = dict(zip(("send_counts", "send_displs", "recv_counts", "recv_displs"), arrays))
+        return self._call(Coll.ALL_TO_ALLV, send, recv, 0, Op.SUM, 0, None, async_op, recvbuf,
+                          extra=extra)
+
     def barrier(self, *, algo=None, async_op=False):
         """Returns once every rank has entered it."""
         return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)
@@ -193,7 +226,7 @@ class Comm:
         send = as_buffer(sendbuf, dtype, what="sendbuf")
         return send, as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
 
-    def _call(self, coll, send, recv, count, op, root, algo, async_op, result):
+    def _call(self, coll, send, recv, count, op, root, algo, async_op, result, extra=None):
         ref = send if send is not None else recv
         dt = ref.dtype if ref is not None else 0
         if send is not None and recv is not None and send.dtype != recv.dtype:
@@ -201,6 +234,9 @@ class Comm:
                             f"{recv.dtype.name.lower()}")
         call = _lib.CallT(int(coll), send.address if send else None, recv.address if recv else None,
                           count, int(dt), int(to_op(op)), int(root), int(to_algo(algo)))
+        # Arrays the call points to (all_to_allv's counts): set here, kept alive with the request.
+        for name, array in (extra or {}).items():
+            setattr(call, name, ctypes.cast(array, ctypes.c_void_p))
         what = f"{coll.name.lower()} (count {count})"
         with self._lock:
             handle = self._live()
@@ -211,7 +247,7 @@ class Comm:
             req = ctypes.c_void_p()
             check(self._lib, self._lib.weft_call_async(ctypes.byref(call), handle,
                                                         ctypes.byref(req)), what)
-            request = Request(req, result, (send, recv), what)
+            request = Request(req, result, (send, recv, extra), what)
             self._pending.append(request)
             return request
 

@@ -49,6 +49,7 @@ class Coll(enum.IntEnum):
     GATHER = 8
     SCATTER = 9
     ALL_TO_ALL = 10
+    ALL_TO_ALLV = 11
 
 
 class Algo(enum.IntEnum):

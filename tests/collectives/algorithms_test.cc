@@ -99,9 +99,9 @@ TEST(Algorithms, EveryCollectiveHasARing) {
   // All-to-all's direct form is the pairwise exchange.
   for (int c = 0; c < WEFT_NUM_COLLS; c++) {
     bool linear = c == WEFT_COLL_GATHER || c == WEFT_COLL_SCATTER;
-    weft_algo_t a = linear                        ? WEFT_ALGO_LINEAR
-                    : c == WEFT_COLL_ALL_TO_ALL ? WEFT_ALGO_PAIRWISE
-                                                  : WEFT_ALGO_RING;
+    weft_algo_t a = linear                                                    ? WEFT_ALGO_LINEAR
+                    : c == WEFT_COLL_ALL_TO_ALL || c == WEFT_COLL_ALL_TO_ALLV ? WEFT_ALGO_PAIRWISE
+                                                                              : WEFT_ALGO_RING;
     EXPECT_NE(algo_lookup((weft_coll_t)c, a), nullptr) << sim::CollName((weft_coll_t)c);
   }
 }
@@ -118,6 +118,9 @@ TEST(Algorithms, AllToAllHasPairwiseAndBruck) {
   EXPECT_EQ((int)WEFT_COLL_ALL_TO_ALL, 10);
   EXPECT_EQ((int)WEFT_ALGO_PAIRWISE, 9);
   EXPECT_EQ((int)WEFT_ALGO_BRUCK, 10);
+  EXPECT_EQ((int)WEFT_COLL_ALL_TO_ALLV, 11);
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_ALL_TO_ALLV), "all_to_allv");
+  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_TO_ALLV, WEFT_ALGO_BRUCK), nullptr);
 }
 
 TEST(Algorithms, GatherAndScatterHaveLinearAndBinomialTree) {

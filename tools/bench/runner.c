@@ -29,8 +29,22 @@ static double now_us(void) {
 static weft_result_t sendrecv(bench_t *b, weft_algo_t algo, const void *send, void *recv,
                               size_t count) {
   int right = (b->rank + 1) % b->nranks, left = (b->rank + b->nranks - 1) % b->nranks;
-  weft_call_t s = {WEFT_COLL_SEND, send, NULL, count, b->args.dtype, WEFT_SUM, right, algo};
-  weft_call_t r = {WEFT_COLL_RECV, NULL, recv, count, b->args.dtype, WEFT_SUM, left, algo};
+  weft_call_t s = {.coll = WEFT_COLL_SEND,
+                   .sendbuf = send,
+                   .recvbuf = NULL,
+                   .count = count,
+                   .dtype = b->args.dtype,
+                   .op = WEFT_SUM,
+                   .root = right,
+                   .algo = algo};
+  weft_call_t r = {.coll = WEFT_COLL_RECV,
+                   .sendbuf = NULL,
+                   .recvbuf = recv,
+                   .count = count,
+                   .dtype = b->args.dtype,
+                   .op = WEFT_SUM,
+                   .root = left,
+                   .algo = algo};
   const weft_call_t *first = b->rank % 2 == 0 ? &s : &r;
   const weft_call_t *second = b->rank % 2 == 0 ? &r : &s;
   weft_result_t res = weft_call(first, b->comm, b->stream);
@@ -46,7 +60,14 @@ weft_result_t bench_call(bench_t *b, bench_coll_t coll, weft_algo_t algo, const 
                          void *recv, size_t count) {
   if (coll == BENCH_SENDRECV) return sendrecv(b, algo, send, recv, count);
   int root = bench_coll_rooted(coll) ? b->args.root : -1;
-  weft_call_t k = {bench_coll_weft(coll), send, recv, count, b->args.dtype, b->args.op, root, algo};
+  weft_call_t k = {.coll = bench_coll_weft(coll),
+                   .sendbuf = send,
+                   .recvbuf = recv,
+                   .count = count,
+                   .dtype = b->args.dtype,
+                   .op = b->args.op,
+                   .root = root,
+                   .algo = algo};
   return weft_call(&k, b->comm, b->stream);
 }
 

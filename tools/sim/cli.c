@@ -127,7 +127,7 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
       if (parse_coll(v, at) == 0) break;
       snprintf(err, errlen,
                "%s: unknown collective '%s' (all_reduce broadcast reduce all_gather "
-               "reduce_scatter barrier send recv gather scatter all_to_all)",
+               "reduce_scatter barrier send recv gather scatter all_to_all all_to_allv)",
                flag, v);
       return SIMCLI_ERROR;
     case K_ALGO:

@@ -83,7 +83,8 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
 /* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
  * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
 static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0, 0};
+  sched_args_t a = {
+      .coll = c->coll, .rank = rank, .nranks = c->nranks, .count = c->count, .root = c->root};
   int rpn = w->m->ranks_per_node;
   int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
   if (node_of) {
@@ -91,8 +92,23 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
     a.node_of = node_of;
     a.nnodes = (c->nranks + rpn - 1) / rpn;
   }
+  /* all_to_allv runs with even splits: count per pair, parts end to end. */
+  size_t *even =
+      c->coll == WEFT_COLL_ALL_TO_ALLV ? malloc(sizeof(size_t) * 2 * (size_t)c->nranks) : NULL;
+  if (even) {
+    for (int j = 0; j < c->nranks; j++) {
+      even[j] = c->count;
+      even[c->nranks + j] = (size_t)j * c->count;
+    }
+    a.send_counts = a.recv_counts = even;
+    a.send_displs = a.recv_displs = even + c->nranks;
+  } else if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
+    free(node_of);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  }
   weft_result_t res = build_schedule_with(w, c, rank, &a);
   free(node_of);
+  free(even);
   return res;
 }
 

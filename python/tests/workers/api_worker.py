@@ -256,6 +256,68 @@ def check_all_to_all(c):
     assert np.array_equal(out[4 * rank:4 * rank + 4], send[4 * rank:4 * rank + 4])
 
 
+def check_all_to_allv(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+
+    def part(i, j, n):  # what rank i sends rank j: 0 .. 3n/2 elements, differing each way
+        return n * ((i + 2 * j + n) % 4) // 2
+
+    for n in (0, 1, 5, 300):
+        for dt in (np.int32, np.float64, np.uint8):
+            sc = [part(rank, j, n) for j in range(size)]
+            rc = [part(i, rank, n) for i in range(size)]
+            send = np.concatenate([((rank * 37 + j * 11 + np.arange(sc[j])) % 100).astype(dt)
+                                   for j in range(size)])
+            want = np.concatenate([((i * 37 + rank * 11 + np.arange(rc[i])) % 100).astype(dt)
+                                   for i in range(size)])
+            out = np.full(sum(rc), 255, dt)
+            assert comm.all_to_allv(send, sc, out, rc) is out
+            assert np.array_equal(out, want), (n, dt, out[:8], want[:8])
+            # Explicit displacements: parts in reverse rank order, a gap after each.
+            rd, at = [0] * size, 0
+            for i in reversed(range(size)):
+                rd[i], at = at, at + rc[i] + 1
+            out = np.full(at, 255, dt)
+            req = comm.all_to_allv(send, sc, out, rc, recv_displs=rd, async_op=True)
+            assert req.wait() is out
+            for i in range(size):
+                got = out[rd[i]:rd[i] + rc[i]]
+                assert np.array_equal(got, want[sum(rc[:i]):sum(rc[:i + 1])]), (i, got)
+                assert out[rd[i] + rc[i]] == 255, "a gap was written"
+
+
+def check_mismatch_all_to_allv(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    # Rank 0 sends rank 1 three elements, rank 1 expects two: both fail, naming both.
+
+    def call(d):
+        sc, rc = [1] * d.size, [1] * d.size
+        if d.rank == 0:
+            sc[1] = 3
+        if d.rank == 1:
+            rc[0] = 2
+        d.all_to_allv(np.ones(sum(sc), np.int32), sc, np.zeros(sum(rc), np.int32), rc)
+
+    # Ranks 0 and 1 alone, on a communicator of their own that the failure may take down.
+    d = comm.split(0 if comm.rank < 2 else None)
+    if d is None:
+        return
+    try:
+        try:
+            call(d)
+        except weft.WeftError as e:
+            assert e.code == weft.Result.MISMATCH, e
+            assert "rank 0 sends 3 elements to rank 1" in e.message, e.message
+            assert "expects 2" in e.message, e.message
+        else:
+            raise AssertionError("a mismatched all_to_allv returned")
+    finally:
+        d.abort()
+
+
 def check_barrier(c):
     comm = c["comm"]
     for _ in range(3):
