@@ -37,6 +37,7 @@ static const algo_entry_t table[] = {
     {WEFT_COLL_ALL_TO_ALLV, WEFT_ALGO_PAIRWISE, pairwise_alltoallv_build, pairwise_alltoallv_cost},
     {WEFT_COLL_SEND, WEFT_ALGO_RING, p2p_build, NULL},
     {WEFT_COLL_RECV, WEFT_ALGO_RING, p2p_build, NULL},
+    {WEFT_COLL_P2P_GROUP, WEFT_ALGO_RING, p2p_build, NULL},
 };
 
 enum { NUM_ENTRIES = sizeof table / sizeof table[0] };

@@ -37,7 +37,21 @@ typedef struct {
   size_t round_count;
   /* all_to_allv: weft_call_t's arrays (nranks entries each); NULL otherwise. */
   const size_t *send_counts, *send_displs, *recv_counts, *recv_displs;
+  /* p2p groups (comm/p2p_group.c): the ops, and the bytes of the send and receive windows their
+   * offsets are in. NULL for a single send or recv (`root` the peer, `count` bytes). */
+  const struct sched_p2p *p2p;
+  int np2p;
+  size_t p2p_send_bytes, p2p_recv_bytes;
 } sched_args_t;
+
+/* One op of a p2p group, as p2p_build needs it. */
+typedef struct sched_p2p {
+  int is_send, peer, tag;
+  weft_dtype_t dtype;
+  size_t count;  /* elements, as the token says */
+  size_t bytes;  /* what moves */
+  size_t offset; /* bytes into its window */
+} sched_p2p_t;
 
 /* round_count for slices of slice_elems and transports that hold `slots` slices per link. */
 static inline size_t sched_round_count(size_t slice_elems, int slots) {

@@ -6,8 +6,8 @@
 
 const char *weft_coll_name(weft_coll_t coll) {
   static const char *const names[WEFT_NUM_COLLS] = {
-      "all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier",
-      "send",       "recv",      "gather", "scatter",    "all_to_all",     "all_to_allv"};
+      "all_reduce", "broadcast", "reduce",  "all_gather", "reduce_scatter", "barrier",  "send",
+      "recv",       "gather",    "scatter", "all_to_all", "all_to_allv",    "p2p_group"};
   return (unsigned)coll < WEFT_NUM_COLLS ? names[coll] : "unknown-collective";
 }
 

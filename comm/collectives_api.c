@@ -228,7 +228,9 @@ static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
 
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
+  if (k && k->coll == WEFT_COLL_P2P_GROUP) return comm_p2p_group(c, k->ops, k->nops);
   WEFT_CHECK(check_call(c, k, &sh));
+  if (k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) return comm_p2p_single(c, k);
   int device = 0;
   WEFT_CHECK(comm_buffers_kind(c, k, &device));
   size_t esize = k->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(k->dtype);
@@ -303,10 +305,16 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
                     (weft_build_features() & WEFT_FEATURE_CUDA) ? "no CUDA device was found"
                                                                  : "this build has no CUDA",
                     comm->config.device);
-  call_shape_t sh;
+  call_shape_t sh = {0, 0, 0, 0, 0};
   int device = 0;
-  WEFT_CHECK(check_call(comm, call, &sh));
-  WEFT_CHECK(comm_buffers_kind(comm, call, &device));
+  if (call && call->coll == WEFT_COLL_P2P_GROUP) {
+    WEFT_CHECK(comm_check_group(comm, call->ops, call->nops));
+    WEFT_CHECK(comm_group_device(comm, call->ops, call->nops, &device));
+    for (int i = 0; i < call->nops; i++) sh.send_count += call->ops[i].count;
+  } else {
+    WEFT_CHECK(check_call(comm, call, &sh));
+    WEFT_CHECK(comm_buffers_kind(comm, call, &device));
+  }
   if (!device && sh.send_count + sh.recv_count > 0)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: %s: a stream was given with host buffers: pass device buffers, or "
@@ -462,6 +470,24 @@ weft_result_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int p
                    .op = WEFT_SUM,
                    .root = peer,
                    .algo = WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_send_tagged(const void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream) {
+  weft_p2p_op_t op = {WEFT_COLL_SEND, (void *)buf, count, dtype, peer, tag};
+  return weft_p2p_group(&op, 1, comm, stream);
+}
+
+weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream) {
+  weft_p2p_op_t op = {WEFT_COLL_RECV, buf, count, dtype, peer, tag};
+  return weft_p2p_group(&op, 1, comm, stream);
+}
+
+weft_result_t weft_p2p_group(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
+                             weft_stream_t stream) {
+  weft_call_t k = {.coll = WEFT_COLL_P2P_GROUP, .ops = ops, .nops = nops, .root = -1};
   return weft_call(&k, comm, stream);
 }
 

@@ -50,6 +50,7 @@ class Coll(enum.IntEnum):
     SCATTER = 9
     ALL_TO_ALL = 10
     ALL_TO_ALLV = 11
+    P2P_GROUP = 12
 
 
 class Algo(enum.IntEnum):

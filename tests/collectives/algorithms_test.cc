@@ -25,7 +25,7 @@ std::vector<int> CollectiveRows() {
   std::vector<int> rows;
   for (int i = 0; i < algo_count(); i++) {
     weft_coll_t c = algo_at(i)->coll;
-    if (c != WEFT_COLL_SEND && c != WEFT_COLL_RECV) rows.push_back(i);
+    if (c != WEFT_COLL_SEND && c != WEFT_COLL_RECV && c != WEFT_COLL_P2P_GROUP) rows.push_back(i);
   }
   return rows;
 }
@@ -142,7 +142,8 @@ TEST(Algorithms, RowsAreUniqueAndComplete) {
     const algo_entry_t* e = algo_at(i);
     EXPECT_TRUE(seen.insert({e->coll, e->algo}).second) << "row " << i << " repeats";
     EXPECT_NE(e->build, nullptr);
-    bool p2p = e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV;
+    bool p2p =
+        e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV || e->coll == WEFT_COLL_P2P_GROUP;
     EXPECT_EQ(e->cost == nullptr, p2p) << "row " << i;
     EXPECT_EQ(algo_lookup(e->coll, e->algo), e);
   }
@@ -155,7 +156,8 @@ TEST(Algorithms, RowsAreUniqueAndComplete) {
 TEST(Algorithms, ManyEventOrders) {
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t* e = algo_at(i);
-    if (e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV) continue;
+    if (e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV || e->coll == WEFT_COLL_P2P_GROUP)
+      continue;
     for (int p : {3, 6, 7})
       for (uint64_t seed = 10; seed < 40; seed++) {
         sim::Options o = {2, (int)(seed % 3) + 1, seed % 2 == 0, seed};

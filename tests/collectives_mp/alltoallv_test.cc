@@ -46,8 +46,9 @@ std::string check_alltoallv(weft_comm_t* comm, weft_dtype_t d, size_t n, bool th
     for (size_t k = 0; k < rc[j]; k++) typed_store(d, want.data(), rd[j] + k, value(j, rank, k));
   weft_result_t r;
   if (through_call) {
-    weft_call_t k = {WEFT_COLL_ALL_TO_ALLV, send.data(), recv.data(), 0, d, WEFT_SUM, -1,
-                     WEFT_ALGO_PAIRWISE, sc.data(), sd.data(), rc.data(), rd.data()};
+    weft_call_t k = {
+        WEFT_COLL_ALL_TO_ALLV, send.data(), recv.data(), 0,         d,        WEFT_SUM, -1,
+        WEFT_ALGO_PAIRWISE,    sc.data(),   sd.data(),   rc.data(), rd.data()};
     r = weft_call(&k, comm, nullptr);
   } else {
     r = weft_all_to_allv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(), d,
@@ -129,8 +130,8 @@ TEST(AllToAllvMismatch, BothRanksOfThePairFail) {
           return "";
         }
         weft_comm_abort(comm);
-        if (r != WEFT_ERR_MISMATCH) return "rank " + std::to_string(rank) + ": got " +
-                                           weft_result_string(r) + ": " + msg;
+        if (r != WEFT_ERR_MISMATCH)
+          return "rank " + std::to_string(rank) + ": got " + weft_result_string(r) + ": " + msg;
         if (msg.find("rank 0 sends 5 elements to rank 1") == std::string::npos ||
             msg.find("expects 4") == std::string::npos)
           return "rank " + std::to_string(rank) + ": unclear message: " + msg;
@@ -155,8 +156,8 @@ TEST(AllToAllvMismatch, OwnPartAndMissingArraysAreRefused) {
                              comm, nullptr) != WEFT_ERR_INVALID_ARGUMENT ||
             std::string(weft_last_error()).find("sends itself 2 elements") == std::string::npos)
           return std::string("own part: ") + weft_last_error();
-        if (weft_all_to_allv(send, nullptr, d0.data(), recv, rc.data(), d0.data(), WEFT_INT32,
-                             comm, nullptr) != WEFT_ERR_INVALID_ARGUMENT ||
+        if (weft_all_to_allv(send, nullptr, d0.data(), recv, rc.data(), d0.data(), WEFT_INT32, comm,
+                             nullptr) != WEFT_ERR_INVALID_ARGUMENT ||
             std::string(weft_last_error()).find("send_counts is NULL") == std::string::npos)
           return std::string("NULL counts: ") + weft_last_error();
         weft_comm_destroy(comm);

@@ -20,6 +20,7 @@ double simrep_bus_factor(weft_coll_t coll, int p) {
     case WEFT_COLL_REDUCE:
     case WEFT_COLL_SEND:
     case WEFT_COLL_RECV:
+    case WEFT_COLL_P2P_GROUP:
       return 1;
     default:
       return 0;

@@ -318,6 +318,75 @@ def check_mismatch_all_to_allv(c):
         d.abort()
 
 
+def check_p2p_group(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    if size < 2:
+        raise Skip("needs 2 ranks")
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    # Every rank sends first to both neighbours, then receives, in one group: no turn-taking, at
+    # sizes past any socket buffer. With two ranks both neighbours are one peer: tags tell apart.
+    for n in (0, 1, 1 << 20):
+        a, b = np.full(n, rank, np.int32), np.full(n, 100 + rank, np.float64)
+        from_prv, from_nxt = np.full(n, -1, np.int32), np.full(n, -1.0)
+        ops = [weft.P2POp("send", a, nxt, tag=1), weft.P2POp("send", b, prv, tag=2),
+               weft.P2POp("recv", from_prv, prv, tag=1), weft.P2POp("recv", from_nxt, nxt, tag=2)]
+        assert comm.p2p_group(ops) is None
+        assert (from_prv == prv).all() and (from_nxt == 100 + nxt).all(), (n, from_prv[:4])
+    # Tags pair ops whatever order each side lists them in; async as a Request.
+    tags = [5, 1, 3]
+    sends = [weft.P2POp("send", np.full(t, 10 * rank + t, np.int64), nxt, tag=t) for t in tags]
+    outs = {t: np.zeros(t, np.int64) for t in tags}
+    recvs = [weft.P2POp("recv", outs[t], prv, tag=t) for t in sorted(tags, reverse=True)]
+    req = comm.p2p_group(sends + recvs, async_op=True)
+    req.wait()
+    for t in tags:
+        assert (outs[t] == 10 * prv + t).all(), (t, outs[t])
+    # send/recv take a tag; a group of one each.
+    if rank == 0:
+        comm.send(np.arange(3, dtype=np.int32), 1, tag=4)
+    elif rank == 1:
+        got = comm.recv(np.zeros(3, np.int32), 0, tag=4)
+        assert np.array_equal(got, np.arange(3)), got
+    with pytest_raises(ValueError, "'send' or 'recv'"):
+        weft.P2POp("sned", a, nxt)
+
+
+def pytest_raises(exc, text):
+    class _Ctx:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, et, e, tb):
+            if et is None:
+                raise AssertionError(f"no {exc.__name__} raised")
+            assert issubclass(et, exc) and text in str(e), (et, e)
+            return True
+    return _Ctx()
+
+
+def check_mismatch_tag(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    d = comm.split(0 if comm.rank < 2 else None)
+    try:
+        if d is not None and d.rank == 0:
+            d.send(np.ones(4, np.float32), 1, tag=1)
+        elif d is not None:
+            try:
+                d.recv(np.zeros(4, np.float32), 0, tag=2)
+            except weft.WeftError as e:
+                assert e.code == weft.Result.MISMATCH, e
+                assert "tag 1" in e.message and "tag 2" in e.message, e.message
+            else:
+                raise AssertionError("a receive with another tag returned")
+    finally:
+        comm.barrier()  # the sender gives up its communicator only once the receiver has looked
+        if d is not None:
+            d.abort()
+
+
 def check_barrier(c):
     comm = c["comm"]
     for _ in range(3):
