@@ -34,7 +34,8 @@ static weft_result_t parse_item(const char *item, algo_policy_t *out) {
   if (algo == WEFT_NUM_ALGOS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "WEFT_ALGO: unknown algorithm '%s' (known: auto, ring, tree, double_tree, "
-                    "recursive_doubling, rabenseifner, dissemination, hierarchical, linear)",
+                    "recursive_doubling, rabenseifner, dissemination, hierarchical, linear, pairwise, "
+                    "bruck)",
                     algo_name);
   if (!eq) {
     /* A bare name applies wherever it exists; collectives without it stay automatic. */
@@ -46,7 +47,8 @@ static weft_result_t parse_item(const char *item, algo_policy_t *out) {
   if (coll == WEFT_NUM_COLLS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "WEFT_ALGO: unknown collective '%s' (known: all_reduce, broadcast, reduce, "
-                    "all_gather, reduce_scatter, barrier, gather, scatter)",
+                    "all_gather, reduce_scatter, barrier, gather, scatter, all_to_all, "
+                    "all_to_allv)",
                     coll_name);
   if (algo != WEFT_ALGO_AUTO && !algo_lookup(coll, algo))
     return unsupported(coll, algo, "WEFT_ALGO");

@@ -32,8 +32,12 @@ static const algo_entry_t table[] = {
     {WEFT_COLL_GATHER, WEFT_ALGO_TREE, binomial_gather_build, binomial_gather_cost},
     {WEFT_COLL_SCATTER, WEFT_ALGO_LINEAR, linear_scatter_build, linear_scatter_cost},
     {WEFT_COLL_SCATTER, WEFT_ALGO_TREE, binomial_scatter_build, binomial_scatter_cost},
+    {WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_PAIRWISE, pairwise_alltoall_build, pairwise_alltoall_cost},
+    {WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_BRUCK, bruck_alltoall_build, bruck_alltoall_cost},
+    {WEFT_COLL_ALL_TO_ALLV, WEFT_ALGO_PAIRWISE, pairwise_alltoallv_build, pairwise_alltoallv_cost},
     {WEFT_COLL_SEND, WEFT_ALGO_RING, p2p_build, NULL},
     {WEFT_COLL_RECV, WEFT_ALGO_RING, p2p_build, NULL},
+    {WEFT_COLL_P2P_GROUP, WEFT_ALGO_RING, p2p_build, NULL},
 };
 
 enum { NUM_ENTRIES = sizeof table / sizeof table[0] };

@@ -17,7 +17,8 @@ extern "C" {
 #endif
 
 /* What a builder is asked for: one rank's part of one call. `count` follows weft.h (per rank:
- * all_gather's and gather's sendcount, reduce_scatter's and scatter's recvcount); root is the
+ * all_gather's and gather's sendcount, reduce_scatter's and scatter's recvcount, all_to_all's
+ * count per peer); root is the
  * root, or the peer of send and recv. */
 typedef struct {
   weft_coll_t coll;
@@ -34,7 +35,23 @@ typedef struct {
    * link must hold more than a round's chunk or the ring could wait on itself; the executor's
    * lending transports hold WEFT_SHM_SLOTS slices and rounds are half that (sched_round_count). */
   size_t round_count;
+  /* all_to_allv: weft_call_t's arrays (nranks entries each); NULL otherwise. */
+  const size_t *send_counts, *send_displs, *recv_counts, *recv_displs;
+  /* p2p groups (comm/p2p_group.c): the ops, and the bytes of the send and receive windows their
+   * offsets are in. NULL for a single send or recv (`root` the peer, `count` bytes). */
+  const struct sched_p2p *p2p;
+  int np2p;
+  size_t p2p_send_bytes, p2p_recv_bytes;
 } sched_args_t;
+
+/* One op of a p2p group, as p2p_build needs it. */
+typedef struct sched_p2p {
+  int is_send, peer, tag;
+  weft_dtype_t dtype;
+  size_t count;  /* elements, as the token says */
+  size_t bytes;  /* what moves */
+  size_t offset; /* bytes into its window */
+} sched_p2p_t;
 
 /* round_count for slices of slice_elems and transports that hold `slots` slices per link. */
 static inline size_t sched_round_count(size_t slice_elems, int slots) {
@@ -68,7 +85,7 @@ typedef struct {
 
 /* Predicted seconds for `bytes` (nccl-tests' "size": the per-rank buffer of all_reduce,
  * broadcast and reduce; the gathered buffer of all_gather and gather; the input of
- * reduce_scatter and scatter, the root's sendbuf). */
+ * reduce_scatter and scatter, the root's sendbuf; all_to_all: one rank's whole sendbuf). */
 typedef double (*cost_fn)(const cost_model_t *m, int nranks, double bytes);
 
 typedef struct {
@@ -128,6 +145,13 @@ weft_result_t linear_scatter_build(schedule_t *s, const sched_args_t *a);
 double linear_scatter_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t binomial_scatter_build(schedule_t *s, const sched_args_t *a);
 double binomial_scatter_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t pairwise_alltoall_build(schedule_t *s, const sched_args_t *a);
+double pairwise_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t bruck_alltoall_build(schedule_t *s, const sched_args_t *a);
+double bruck_alltoall_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t pairwise_alltoallv_build(schedule_t *s, const sched_args_t *a);
+/* Even splits (count / p per pair): pairwise_alltoall_cost with a token per pair and direction. */
+double pairwise_alltoallv_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t dissemination_barrier_build(schedule_t *s, const sched_args_t *a);
 double dissemination_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 

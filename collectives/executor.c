@@ -27,6 +27,8 @@
 
 #define HDR_BYTES 40
 #define HDR_MAGIC 0x57464344u /* "WFCD" */
+#define AGREE_BYTES 32
+#define AGREE_MAGIC 0x57464147u /* "WFAG" */
 #define MAX_WINDOW 64
 /* How long one wait blocks at most, so the inactivity timeout is checked often enough. */
 #define WAIT_SLICE_MS 200
@@ -92,6 +94,7 @@ typedef struct {
   conn_t **conns;
   int nconns;
   unsigned char *hdr_out, *hdr_in, *token;
+  unsigned char *agree; /* AGREE_BYTES per op, for tokens that carry values (schedule.h) */
 } run_t;
 
 /* Slices of `op` (of nslices) whose dependency has been met. */
@@ -128,6 +131,54 @@ static int hdr_decode(const unsigned char *p, coll_desc_t *d) {
   d->count = (size_t)q[1];
   d->root = root;
   return 1;
+}
+
+/* ---- values two ranks agree on (sched_agree_t) -------------------------------------------- */
+
+static void agree_encode(unsigned char *p, const coll_desc_t *d, const sched_agree_t *a) {
+  uint32_t w[4] = {AGREE_MAGIC, (uint32_t)d->kind, (uint32_t)a->tag, (uint32_t)a->dtype};
+  uint64_t q[2] = {(uint64_t)a->count, (uint64_t)a->back};
+  memcpy(p, w, sizeof w);
+  memcpy(p + 16, q, sizeof q);
+}
+
+/* The token of op `oi` from `peer` has arrived: its values against this rank's. Both ranks of a
+ * pair check the other's token, so a disagreement fails both, each naming both sides. */
+static weft_result_t check_agree(run_t *r, int peer, int oi) {
+  const sched_agree_t *mine = &r->s->ops[oi].agree;
+  const unsigned char *p = r->agree + (size_t)oi * AGREE_BYTES;
+  uint32_t w[4];
+  uint64_t q[2];
+  memcpy(w, p, sizeof w);
+  memcpy(q, p + 16, sizeof q);
+  int me = r->ctx->rank, tag = (int)w[2];
+  unsigned long long count = q[0], back = q[1];
+  const char *what = weft_coll_name(r->desc->kind);
+  if (w[0] != AGREE_MAGIC || w[1] != (uint32_t)r->desc->kind)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d did not send this rank the %s exchange this rank expects from it "
+                    "(it called %s)",
+                    peer, what, w[0] == AGREE_MAGIC ? weft_coll_name((weft_coll_t)w[1]) : "?");
+  if (tag != mine->tag)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "%s: rank %d sends rank %d a message with tag %d (%llu elements), but the "
+                    "receive rank %d posted for it has tag %d (%llu elements): a send matches "
+                    "only a receive with its tag",
+                    what, peer, me, tag, count, me, mine->tag, (unsigned long long)mine->count);
+  if ((weft_dtype_t)w[3] != mine->dtype)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "%s: rank %d sends rank %d %s elements (tag %d), but rank %d receives %s", what,
+                    peer, me, weft_dtype_name((weft_dtype_t)w[3]), tag, me,
+                    weft_dtype_name(mine->dtype));
+  if (count != mine->count)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "%s: rank %d sends %llu elements to rank %d (tag %d), which expects %llu", what,
+                    peer, count, me, tag, (unsigned long long)mine->count);
+  if (back != mine->back)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "%s: rank %d sends %llu elements to rank %d, which expects %llu", what, me,
+                    (unsigned long long)mine->back, peer, back);
+  return WEFT_SUCCESS;
 }
 
 static void describe(const coll_desc_t *d, char *buf, size_t cap) {
@@ -212,6 +263,11 @@ static weft_result_t setup(run_t *r) {
   r->copies = calloc((size_t)s->nops + 1, sizeof *r->copies);
   if (!r->states || !r->streams || !r->conns || !r->copies) goto oom;
   (void)n;
+  for (int i = 0; i < s->nops && !r->agree; i++)
+    if (s->ops[i].agree.on) {
+      r->agree = calloc((size_t)s->nops, AGREE_BYTES);
+      if (!r->agree) goto oom;
+    }
   /* The call description goes first on its streams. */
   if (s->hdr_to >= 0) stream_for(r, s->hdr_to, 1)->hdr_pending = 1;
   if (s->hdr_from >= 0) stream_for(r, s->hdr_from, 0)->hdr_pending = 1;
@@ -299,6 +355,7 @@ static void run_free(run_t *r) {
   free(r->streams);
   free(r->conns);
   free(r->copies);
+  free(r->agree);
 }
 
 static char *buf_base(run_t *r, sched_buf_t b) { return r->bufs[b]; }
@@ -373,9 +430,20 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
         break;
       }
       case SCHED_SEND_TOKEN:
+        if (op->agree.on) {
+          unsigned char *a = r->agree + (size_t)oi * AGREE_BYTES;
+          agree_encode(a, r->desc, &op->agree);
+          WEFT_CHECK(t->post_send(st->conn, a, AGREE_BYTES, &f->x));
+          break;
+        }
         WEFT_CHECK(t->post_send(st->conn, r->token, 1, &f->x));
         break;
       case SCHED_RECV_TOKEN:
+        if (op->agree.on) {
+          WEFT_CHECK(
+              t->post_recv(st->conn, r->agree + (size_t)oi * AGREE_BYTES, AGREE_BYTES, &f->x));
+          break;
+        }
         WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x));
         break;
       case SCHED_COPY:
@@ -629,6 +697,7 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
     if (f->op < 0) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
+      if (r->s->ops[f->op].agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
       r->states[f->op].done++;
     }
     st->head = (st->head + 1) % r->window;
@@ -657,6 +726,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
     } else {
       const sched_op_t *op = &r->s->ops[f->op];
+      if (op->agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
       if (sched_is_reduce(op->kind) && recv_in_place(st)) {
         /* Straight from the peer's slot, which is then handed back (retire is in FIFO order,
          * the order release_recv wants). */
@@ -769,8 +839,8 @@ static weft_result_t stall_error(const run_t *r, int waited_ms) {
 
 /* A transport that sees a message of the wrong length fails with WEFT_ERR_MISMATCH before the
  * executor has looked at the call description that came ahead of it on the same ordered stream.
- * That description has arrived, and says what the peer called, which is what the user needs:
- * report it instead when it disagrees. */
+ * That description (or a token of values to agree on, schedule.h) has arrived, and says what the
+ * peer called, which is what the user needs: report it instead when it disagrees. */
 static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
   if (res != WEFT_ERR_MISMATCH && res != WEFT_ERR_REMOTE) return res;
   for (int i = 0; i < r->nstreams; i++) {
@@ -778,10 +848,11 @@ static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
     if (st->is_send) continue;
     for (int k = 0; k < st->count; k++) {
       const flight_t *f = &st->fifo[(st->head + k) % r->window];
-      if (f->op >= 0 || !f->x.complete) continue;
+      int agrees = f->op >= 0 && r->s->ops[f->op].agree.on;
+      if ((f->op >= 0 && !agrees) || !f->x.complete) continue;
       char msg[ERR_MSG_MAX];
       snprintf(msg, sizeof msg, "%s", err_last());
-      weft_result_t hdr = check_header(r, st->peer);
+      weft_result_t hdr = agrees ? check_agree(r, st->peer, f->op) : check_header(r, st->peer);
       if (hdr != WEFT_SUCCESS) return hdr;
       err_set_message(res, msg);
     }

@@ -6,14 +6,15 @@
 
 const char *weft_coll_name(weft_coll_t coll) {
   static const char *const names[WEFT_NUM_COLLS] = {
-      "all_reduce", "broadcast", "reduce",  "all_gather", "reduce_scatter",
-      "barrier",    "send",      "recv",    "gather",     "scatter"};
+      "all_reduce", "broadcast", "reduce",  "all_gather", "reduce_scatter", "barrier",  "send",
+      "recv",       "gather",    "scatter", "all_to_all", "all_to_allv",    "p2p_group"};
   return (unsigned)coll < WEFT_NUM_COLLS ? names[coll] : "unknown-collective";
 }
 
 static const char *const algo_names[WEFT_NUM_ALGOS] = {
     "auto",         "ring",         "tree",        "double_tree", "recursive_doubling",
-    "rabenseifner", "dissemination", "hierarchical", "linear"};
+    "rabenseifner", "dissemination", "hierarchical", "linear",
+    "pairwise",     "bruck"};
 
 const char *weft_algo_name(weft_algo_t algo) {
   return (unsigned)algo < WEFT_NUM_ALGOS ? algo_names[algo] : "unknown-algorithm";

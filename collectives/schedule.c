@@ -102,6 +102,8 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
     const sched_op_t *op = &s->ops[i];
     if (op->kind != SCHED_COPY && (op->peer < 0 || op->peer >= nranks))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
+    if (op->agree.on && !is_token(op->kind))
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: only tokens carry values to agree on", i);
     if (!is_token(op->kind) && (op->count == 0 || !in_buffer(s, op->buf, op->offset, op->count)))
       return WEFT_ERR(WEFT_ERR_INTERNAL,
                       "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,

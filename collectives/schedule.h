@@ -59,6 +59,19 @@ static inline size_t sched_dep_ready(int dep, int dep_whole, size_t op_slices, s
   return dep_done < op_slices ? dep_done : op_slices;
 }
 
+/* What two ranks must agree on beyond the call description, carried by a token (SEND_TOKEN and
+ * RECV_TOKEN with `on` set; the executor sends these values instead of a bare byte): all_to_allv's
+ * element counts between each pair, a p2p group's tags. The send carries its side's values; the
+ * receive holds what its side expects and compares. `count`: what the token's sender sends the
+ * receiver (in its next data op); `back`: what the receiver sends the sender. A mismatch fails both
+ * ranks (each checks the token of the other) with a message naming the two ranks and values. */
+typedef struct {
+  int on;
+  int tag;
+  weft_dtype_t dtype;
+  size_t count, back;
+} sched_agree_t;
+
 /* The buffers an op may name: the caller's input and output, and scratch memory the executor
  * provides (for partial results that fit neither, e.g. a reduce-scatter's passing sums). */
 typedef enum {
@@ -85,6 +98,7 @@ typedef struct {
    * a block it received as one message, or one message made of blocks from several peers (then
    * those receives are chained, each waiting whole for the one before). */
   int dep_whole;
+  sched_agree_t agree; /* tokens only */
 } sched_op_t;
 
 typedef struct {

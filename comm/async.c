@@ -40,6 +40,9 @@ struct weft_request {
   int done;
   weft_result_t result;
   char msg[ERR_MSG_MAX];
+  /* The request's own copy of what the call points to besides buffers (a group's ops,
+   * all_to_allv's arrays): a caller's may be gone before a queued call runs. */
+  void *owned;
 };
 
 struct comm_async {
@@ -52,10 +55,39 @@ struct comm_async {
   int stop; /* leave once the queue is empty */
 };
 
-static weft_result_t request_init(weft_request_t *r, const weft_call_t *call, int rank) {
+/* Copies a group's ops or all_to_allv's arrays into r->owned and points r->call at the copy. */
+static weft_result_t own_arrays(weft_request_t *r, int nranks) {
+  weft_call_t *k = &r->call;
+  if (k->coll == WEFT_COLL_P2P_GROUP && k->ops && k->nops > 0) {
+    weft_p2p_op_t *ops = malloc(sizeof *ops * (size_t)k->nops);
+    if (!ops) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", r->rank);
+    memcpy(ops, k->ops, sizeof *ops * (size_t)k->nops);
+    k->ops = ops;
+    r->owned = ops;
+  }
+  if (k->coll == WEFT_COLL_ALL_TO_ALLV && k->send_counts && k->send_displs && k->recv_counts &&
+      k->recv_displs) {
+    size_t *a = malloc(sizeof *a * 4 * (size_t)nranks), n = (size_t)nranks;
+    if (!a) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", r->rank);
+    memcpy(a, k->send_counts, sizeof *a * n);
+    memcpy(a + n, k->send_displs, sizeof *a * n);
+    memcpy(a + 2 * n, k->recv_counts, sizeof *a * n);
+    memcpy(a + 3 * n, k->recv_displs, sizeof *a * n);
+    k->send_counts = a;
+    k->send_displs = a + n;
+    k->recv_counts = a + 2 * n;
+    k->recv_displs = a + 3 * n;
+    r->owned = a;
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t request_init(weft_request_t *r, const weft_call_t *call, int rank,
+                                  int nranks) {
   memset(r, 0, sizeof *r);
   r->call = *call;
   r->rank = rank;
+  WEFT_CHECK(own_arrays(r, nranks));
   pthread_condattr_t attr;
   if (pthread_condattr_init(&attr) != 0)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: creating a request: pthread_condattr_init", rank);
@@ -63,8 +95,10 @@ static weft_result_t request_init(weft_request_t *r, const weft_call_t *call, in
   int err = pthread_cond_init(&r->cv, &attr);
   pthread_condattr_destroy(&attr);
   if (err == 0 && (err = pthread_mutex_init(&r->mu, NULL)) != 0) pthread_cond_destroy(&r->cv);
-  if (err != 0)
+  if (err != 0) {
+    free(r->owned);
     return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: creating a request: %s", rank, strerror(err));
+  }
   return WEFT_SUCCESS;
 }
 
@@ -84,6 +118,7 @@ static weft_result_t request_take(weft_request_t *r) {
   if (res != WEFT_SUCCESS) err_set_message(res, r->msg);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);
+  free(r->owned);
   return res;
 }
 
@@ -106,6 +141,7 @@ static void run_gated(comm_async_t *a, weft_request_t *r) {
   r->gate_ops->gate_open(r->gate);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);
+  free(r->owned);
   free(r);
 }
 
@@ -174,7 +210,7 @@ weft_result_t comm_submit(weft_comm_t *c, const weft_call_t *call) {
   if (!call) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", c->rank);
   if (!c->async || async_idle(c->async)) return comm_call(c, call);
   weft_request_t r;
-  WEFT_CHECK(request_init(&r, call, c->rank));
+  WEFT_CHECK(request_init(&r, call, c->rank, c->nranks));
   enqueue(c->async, &r);
   pthread_mutex_lock(&r.mu);
   while (!r.done) pthread_cond_wait(&r.cv, &r.mu);
@@ -199,6 +235,7 @@ void comm_async_stop(weft_comm_t *c, int abortive) {
       r->gate_ops->gate_open(r->gate);
       pthread_mutex_destroy(&r->mu);
       pthread_cond_destroy(&r->cv);
+      free(r->owned);
       free(r);
       continue;
     }
@@ -221,7 +258,7 @@ weft_result_t comm_submit_gated(weft_comm_t *c, const weft_call_t *call, dev_gat
   weft_request_t *r = res == WEFT_SUCCESS ? malloc(sizeof *r) : NULL;
   if (res == WEFT_SUCCESS && !r)
     res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", c->rank);
-  if (r && (res = request_init(r, call, c->rank)) != WEFT_SUCCESS) {
+  if (r && (res = request_init(r, call, c->rank, c->nranks)) != WEFT_SUCCESS) {
     free(r);
     r = NULL;
   }
@@ -243,7 +280,7 @@ weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_r
   if (!comm->async) WEFT_CHECK(async_start(comm));
   weft_request_t *r = malloc(sizeof *r);
   if (!r) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", comm->rank);
-  weft_result_t res = request_init(r, call, comm->rank);
+  weft_result_t res = request_init(r, call, comm->rank, comm->nranks);
   if (res != WEFT_SUCCESS) {
     free(r);
     return res;
@@ -253,16 +290,35 @@ weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_r
   return WEFT_SUCCESS;
 }
 
+weft_result_t weft_p2p_group_async(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
+                                   weft_request_t **req) {
+  weft_call_t k = {.coll = WEFT_COLL_P2P_GROUP, .ops = ops, .nops = nops, .root = -1};
+  return weft_call_async(&k, comm, req);
+}
+
 weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                                weft_op_t op, weft_comm_t *comm, weft_request_t **req) {
-  weft_call_t k = {WEFT_COLL_ALL_REDUCE, sendbuf, recvbuf, count, dtype, op, -1, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_REDUCE,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call_async(&k, comm, req);
 }
 
 weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               int root, weft_comm_t *comm, weft_request_t **req) {
-  weft_call_t k = {WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_BROADCAST,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call_async(&k, comm, req);
 }
 

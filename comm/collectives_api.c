@@ -18,6 +18,14 @@ static int is_rooted(weft_coll_t c) {
          c == WEFT_COLL_SCATTER || c == WEFT_COLL_SEND || c == WEFT_COLL_RECV;
 }
 
+/* The elements of a buffer that all_to_allv's counts and displacements reach. */
+static size_t extent(const size_t *counts, const size_t *displs, int n) {
+  size_t end = 0;
+  for (int j = 0; j < n; j++)
+    if (counts[j] && displs[j] + counts[j] > end) end = displs[j] + counts[j];
+  return end;
+}
+
 /* Buffer sizes (elements) and which buffers this rank must pass, per weft.h. */
 typedef struct {
   size_t send_count, recv_count;
@@ -48,11 +56,43 @@ static void shape_of(const weft_comm_t *c, const weft_call_t *k, size_t esize, c
     case WEFT_COLL_SCATTER: /* the other ranks pass no sendbuf */
       *sh = (call_shape_t){root ? n * p : 0, n, root, 1, root && sb && rb == sb + me * n * esize};
       break;
+    case WEFT_COLL_ALL_TO_ALL: /* no in-place form: the overlap check rejects equal buffers */
+      *sh = (call_shape_t){n * p, n * p, 1, 1, 0};
+      break;
+    case WEFT_COLL_ALL_TO_ALLV: /* check_call has checked the arrays */
+      sh->send_count = extent(k->send_counts, k->send_displs, c->nranks);
+      sh->recv_count = extent(k->recv_counts, k->recv_displs, c->nranks);
+      *sh =
+          (call_shape_t){sh->send_count, sh->recv_count, sh->send_count > 0, sh->recv_count > 0, 0};
+      break;
     case WEFT_COLL_BARRIER: *sh = (call_shape_t){0, 0, 0, 0, 0}; break;
     case WEFT_COLL_SEND: *sh = (call_shape_t){n, 0, 1, 0, 0}; break;
     case WEFT_COLL_RECV: *sh = (call_shape_t){0, n, 0, 1, 0}; break;
     default: break;
   }
+}
+
+/* all_to_allv's arrays: present, in range, and its own part the same both ways (the peers' parts
+ * are checked against the peers' own counts by the schedule's tokens). */
+static weft_result_t check_counts(const weft_comm_t *c, const weft_call_t *k, size_t esize) {
+  const size_t *arrays[4] = {k->send_counts, k->send_displs, k->recv_counts, k->recv_displs};
+  const char *names[4] = {"send_counts", "send_displs", "recv_counts", "recv_displs"};
+  for (int i = 0; i < 4; i++)
+    if (!arrays[i])
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: all_to_allv: %s is NULL", c->rank,
+                      names[i]);
+  for (int j = 0; j < c->nranks; j++)
+    for (int i = 0; i < 4; i += 2)
+      if (arrays[i + 1][j] > SIZE_MAX / esize - arrays[i][j])
+        return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                        "rank %d: all_to_allv: %s[%d] + %s[%d] overflows", c->rank, names[i + 1], j,
+                        names[i], j);
+  if (k->send_counts[c->rank] != k->recv_counts[c->rank])
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: all_to_allv: sends itself %zu elements (send_counts[%d]) but expects "
+                    "%zu (recv_counts[%d])",
+                    c->rank, k->send_counts[c->rank], c->rank, k->recv_counts[c->rank], c->rank);
+  return WEFT_SUCCESS;
 }
 
 static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call_shape_t *sh) {
@@ -88,14 +128,15 @@ static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call
   if (k->count > SIZE_MAX / esize / (size_t)c->nranks)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: count %zu overflows", rank, name,
                     k->count);
+  if (k->coll == WEFT_COLL_ALL_TO_ALLV) WEFT_CHECK(check_counts(c, k, esize));
   shape_of(c, k, esize, sh);
-  if (k->count == 0) return WEFT_SUCCESS;
+  if (sh->send_count == 0 && sh->recv_count == 0) return WEFT_SUCCESS;
   if (sh->needs_send && !k->sendbuf)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: sendbuf is NULL (count %zu)", rank,
-                    name, k->count);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: sendbuf is NULL (%zu elements)", rank,
+                    name, sh->send_count);
   if (sh->needs_recv && !k->recvbuf)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: recvbuf is NULL (count %zu)", rank,
-                    name, k->count);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: recvbuf is NULL (%zu elements)", rank,
+                    name, sh->recv_count);
   if (sh->needs_send && sh->needs_recv && !sh->in_place) {
     uintptr_t s = (uintptr_t)k->sendbuf, r = (uintptr_t)k->recvbuf;
     uintptr_t sn = sh->send_count * esize, rn = sh->recv_count * esize;
@@ -112,15 +153,24 @@ static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call
 static weft_result_t run_alone(weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
                                size_t esize, int device) {
   if (k->coll == WEFT_COLL_BARRIER || k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV ||
-      sh->in_place || !k->count)
+      sh->in_place || (!k->count && k->coll != WEFT_COLL_ALL_TO_ALLV))
     return WEFT_SUCCESS;
+  size_t bytes = k->count * esize;
+  const char *from = k->sendbuf;
+  char *to = k->recvbuf;
+  if (k->coll == WEFT_COLL_ALL_TO_ALLV) { /* its one part, at its displacements */
+    bytes = k->recv_counts[0] * esize;
+    if (bytes == 0) return WEFT_SUCCESS;
+    from += k->send_displs[0] * esize;
+    to += k->recv_displs[0] * esize;
+  }
   if (!device) {
-    memmove(k->recvbuf, k->sendbuf, k->count * esize);
+    memmove(to, from, bytes);
     return WEFT_SUCCESS;
   }
   exec_ctx_t *x = &c->exec;
   if (!x->queue) WEFT_CHECK(x->dev->ops->queue_create(x->dev, &x->queue));
-  WEFT_CHECK(x->dev->ops->copy(x->queue, k->recvbuf, k->sendbuf, k->count * esize));
+  WEFT_CHECK(x->dev->ops->copy(x->queue, to, from, bytes));
   return x->dev->ops->drain(x->queue, c->config.timeout_ms);
 }
 
@@ -129,11 +179,13 @@ static const char *kind_name(dev_mem_t k) { return k == DEV_MEM_DEVICE ? "device
 
 weft_result_t comm_buffers_kind(weft_comm_t *c, const weft_call_t *k, int *device) {
   *device = 0;
-  if (!c->dev || !k || k->coll == WEFT_COLL_BARRIER || k->count == 0) return WEFT_SUCCESS;
+  if (!c->dev || !k || k->coll == WEFT_COLL_BARRIER) return WEFT_SUCCESS;
   call_shape_t sh;
   size_t esize = weft_dtype_size(k->dtype);
   if (esize == 0) return WEFT_SUCCESS; /* check_call reports it */
+  if (k->coll == WEFT_COLL_ALL_TO_ALLV && !k->send_counts) return WEFT_SUCCESS; /* ditto */
   shape_of(c, k, esize, &sh);
+  if (sh.send_count == 0 && sh.recv_count == 0) return WEFT_SUCCESS;
   const void *bufs[2] = {sh.needs_send ? k->sendbuf : NULL, sh.needs_recv ? k->recvbuf : NULL};
   const char *roles[2] = {"sendbuf", "recvbuf"};
   dev_mem_t kinds[2] = {DEV_MEM_HOST, DEV_MEM_HOST};
@@ -176,7 +228,9 @@ static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
 
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
+  if (k && k->coll == WEFT_COLL_P2P_GROUP) return comm_p2p_group(c, k->ops, k->nops);
   WEFT_CHECK(check_call(c, k, &sh));
+  if (k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) return comm_p2p_single(c, k);
   int device = 0;
   WEFT_CHECK(comm_buffers_kind(c, k, &device));
   size_t esize = k->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(k->dtype);
@@ -201,11 +255,21 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   /* Device calls slice as their connections' slots do (config_for_device). */
   const weft_config_t *cfg = device ? &c->dev_config : &c->config;
   size_t slice_elems = cfg->slice_bytes / esize ? cfg->slice_bytes / esize : 1;
-  sched_args_t args = {k->coll,    c->rank,   c->nranks,
-                       k->count,   k->root,   sh.in_place,
-                       c->node_of, c->nnodes, sched_round_count(slice_elems, cfg->shm_slots)};
-  coll_desc_t d = {k->coll, algo->algo, *seq, k->count, k->dtype,
-                   is_reducing(k->coll) ? k->op : WEFT_SUM, is_rooted(k->coll) ? k->root : -1};
+  sched_args_t args = {
+      k->coll,        c->rank,        c->nranks,
+      k->count,       k->root,        sh.in_place,
+      c->node_of,     c->nnodes,      sched_round_count(slice_elems, cfg->shm_slots),
+      k->send_counts, k->send_displs, k->recv_counts,
+      k->recv_displs};
+  /* all_to_allv's count is unused (the ranks' totals differ; the tokens check the pairs). */
+  size_t count = k->coll == WEFT_COLL_ALL_TO_ALLV ? 0 : k->count;
+  coll_desc_t d = {k->coll,
+                   algo->algo,
+                   *seq,
+                   count,
+                   k->dtype,
+                   is_reducing(k->coll) ? k->op : WEFT_SUM,
+                   is_rooted(k->coll) ? k->root : -1};
   schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   res = algo->build(&s, &args);
@@ -241,11 +305,17 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
                     (weft_build_features() & WEFT_FEATURE_CUDA) ? "no CUDA device was found"
                                                                  : "this build has no CUDA",
                     comm->config.device);
-  call_shape_t sh;
+  call_shape_t sh = {0, 0, 0, 0, 0};
   int device = 0;
-  WEFT_CHECK(check_call(comm, call, &sh));
-  WEFT_CHECK(comm_buffers_kind(comm, call, &device));
-  if (!device && call->coll != WEFT_COLL_BARRIER && call->count > 0)
+  if (call && call->coll == WEFT_COLL_P2P_GROUP) {
+    WEFT_CHECK(comm_check_group(comm, call->ops, call->nops));
+    WEFT_CHECK(comm_group_device(comm, call->ops, call->nops, &device));
+    for (int i = 0; i < call->nops; i++) sh.send_count += call->ops[i].count;
+  } else {
+    WEFT_CHECK(check_call(comm, call, &sh));
+    WEFT_CHECK(comm_buffers_kind(comm, call, &device));
+  }
+  if (!device && sh.send_count + sh.recv_count > 0)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: %s: a stream was given with host buffers: pass device buffers, or "
                     "NULL as the stream",
@@ -267,65 +337,169 @@ weft_result_t weft_comm_get_async_error(weft_comm_t *comm, weft_result_t *async_
 
 weft_result_t weft_all_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               weft_op_t op, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_ALL_REDUCE, sendbuf, recvbuf, count, dtype, op, -1, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_REDUCE,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                              int root, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_BROADCAST,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                           weft_op_t op, int root, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_REDUCE,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_all_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
                               weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_ALL_GATHER, sendbuf, recvbuf, sendcount, dtype, WEFT_SUM, -1,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_GATHER,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = sendcount,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
                                   weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_REDUCE_SCATTER,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = recvcount,
+                   .dtype = dtype,
+                   .op = op,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, weft_dtype_t dtype,
                           int root, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, WEFT_SUM, root,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_GATHER,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = sendcount,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                            weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype, WEFT_SUM, root,
-                   WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_SCATTER,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = recvcount,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = root,
+                   .algo = WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {.coll = WEFT_COLL_ALL_TO_ALL,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_all_to_allv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                               weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream) {
+  weft_call_t k = {WEFT_COLL_ALL_TO_ALLV, sendbuf,    recvbuf, 0,          dtype,  WEFT_SUM, -1,
+                   WEFT_ALGO_AUTO,        sendcounts, sdispls, recvcounts, rdispls};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, -1, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_BARRIER,
+                   .sendbuf = NULL,
+                   .recvbuf = NULL,
+                   .count = 0,
+                   .dtype = WEFT_UINT8,
+                   .op = WEFT_SUM,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
                         weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_SEND, buf, NULL, count, dtype, WEFT_SUM, peer, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_SEND,
+                   .sendbuf = buf,
+                   .recvbuf = NULL,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = peer,
+                   .algo = WEFT_ALGO_AUTO};
+  return weft_call(&k, comm, stream);
+}
+
+weft_result_t weft_send_tagged(const void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream) {
+  weft_p2p_op_t op = {WEFT_COLL_SEND, (void *)buf, count, dtype, peer, tag};
+  return weft_p2p_group(&op, 1, comm, stream);
+}
+
+weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream) {
+  weft_p2p_op_t op = {WEFT_COLL_RECV, buf, count, dtype, peer, tag};
+  return weft_p2p_group(&op, 1, comm, stream);
+}
+
+weft_result_t weft_p2p_group(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
+                             weft_stream_t stream) {
+  weft_call_t k = {.coll = WEFT_COLL_P2P_GROUP, .ops = ops, .nops = nops, .root = -1};
   return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                         weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_RECV, NULL, buf, count, dtype, WEFT_SUM, peer, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_RECV,
+                   .sendbuf = NULL,
+                   .recvbuf = buf,
+                   .count = count,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = peer,
+                   .algo = WEFT_ALGO_AUTO};
   return weft_call(&k, comm, stream);
 }

@@ -39,6 +39,7 @@ struct weft_comm {
   exec_ctx_t exec;
   uint64_t seq; /* collectives called so far; travels in every call description */
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
+  uint64_t groups;               /* p2p groups run so far, to name them in messages */
   algo_policy_t algo_policy;     /* what WEFT_ALGO forces */
   cost_model_t model;            /* alpha, beta, gamma: the same on every rank */
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
@@ -96,6 +97,13 @@ weft_result_t cost_model_load(const char *path, cost_model_t *m);
 /* Runs one operation now, on the calling thread (collectives_api.c). Device buffers are detected
  * here; the call returns once the device work it enqueued has finished. */
 weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
+
+/* p2p groups (p2p_group.c): argument checks, where the buffers live, and a run; weft_send and
+ * weft_recv run as groups of one (comm_p2p_single). */
+weft_result_t comm_check_group(const weft_comm_t *comm, const weft_p2p_op_t *ops, int nops);
+weft_result_t comm_group_device(weft_comm_t *comm, const weft_p2p_op_t *ops, int nops, int *device);
+weft_result_t comm_p2p_group(weft_comm_t *comm, const weft_p2p_op_t *ops, int nops);
+weft_result_t comm_p2p_single(weft_comm_t *comm, const weft_call_t *call);
 
 /* Where the buffers of `call` live (device memory when *device), checked for mixing; host
  * without an engine. */

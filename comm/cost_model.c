@@ -88,8 +88,14 @@ weft_result_t cost_model_measure(weft_comm_t *c) {
     if (local[1] < 0) local[1] = 0;
     /* Averaged over the ranks with a ring all-reduce, which gives every rank the same bits. */
     double sum[3];
-    weft_call_t k = {WEFT_COLL_ALL_REDUCE, local, sum, 3, WEFT_FLOAT64, WEFT_SUM, -1,
-                     WEFT_ALGO_RING};
+    weft_call_t k = {.coll = WEFT_COLL_ALL_REDUCE,
+                     .sendbuf = local,
+                     .recvbuf = sum,
+                     .count = 3,
+                     .dtype = WEFT_FLOAT64,
+                     .op = WEFT_SUM,
+                     .root = -1,
+                     .algo = WEFT_ALGO_RING};
     res = comm_call(c, &k);
     if (res == WEFT_SUCCESS) {
       c->model.alpha = sum[0] / c->nranks;

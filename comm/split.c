@@ -44,7 +44,14 @@ static int by_key_then_rank(const void *a, const void *b) {
  * all-reduce of a zeroed array in which each rank fills only its own slot, which gives the same
  * bytes. Every rank runs the same build, so all take the same path. */
 static weft_result_t gather(weft_comm_t *comm, const void *in, void *out, size_t bytes) {
-  weft_call_t k = {WEFT_COLL_ALL_GATHER, in, out, bytes, WEFT_UINT8, WEFT_SUM, -1, WEFT_ALGO_AUTO};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_GATHER,
+                   .sendbuf = in,
+                   .recvbuf = out,
+                   .count = bytes,
+                   .dtype = WEFT_UINT8,
+                   .op = WEFT_SUM,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO};
   if (!weft_algo_supported(WEFT_COLL_ALL_GATHER, WEFT_ALGO_RING)) {
     memset(out, 0, bytes * (size_t)comm->nranks);
     memcpy((char *)out + bytes * (size_t)comm->rank, in, bytes);

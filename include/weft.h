@@ -108,7 +108,10 @@ typedef enum {
   WEFT_COLL_RECV = 7,
   WEFT_COLL_GATHER = 8,
   WEFT_COLL_SCATTER = 9,
-  WEFT_NUM_COLLS = 10
+  WEFT_COLL_ALL_TO_ALL = 10,
+  WEFT_COLL_ALL_TO_ALLV = 11,
+  WEFT_COLL_P2P_GROUP = 12, /* weft_p2p_group: weft_call_t's ops and nops */
+  WEFT_NUM_COLLS = 13
 } weft_coll_t;
 
 /* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
@@ -130,7 +133,12 @@ typedef enum {
   /* Gather, scatter: the root exchanges with every rank directly. Its own value because no
    * other algorithm has this shape (ring would suggest a chain, which costs p-1 hops). */
   WEFT_ALGO_LINEAR = 8,
-  WEFT_NUM_ALGOS = 9
+  /* all_to_all: p-1 exchanges, each rank with rank+k and rank-k in step k; for large blocks. */
+  WEFT_ALGO_PAIRWISE = 9,           /* also all_to_allv, its only algorithm */
+  /* all_to_all in ceil(log2(p)) exchanges of about half the blocks each (Bruck et al.); blocks
+   * travel up to log2(p) times, so it wins for small blocks only. */
+  WEFT_ALGO_BRUCK = 10,
+  WEFT_NUM_ALGOS = 11
 } weft_algo_t;
 
 /* ---- Library ---------------------------------------------------------------------------- */
@@ -226,20 +234,59 @@ weft_result_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount, 
 weft_result_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                            weft_dtype_t dtype, int root, weft_comm_t *comm, weft_stream_t stream);
 
+/* recvbuf[i * count + j] = rank i's sendbuf[rank * count + j]: block k of sendbuf goes to rank k,
+ * block i of recvbuf came from rank i. Both buffers hold nranks * count elements and must not
+ * overlap (no in-place form). */
+weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                              weft_comm_t *comm, weft_stream_t stream);
+
+/* all_to_all with a count per pair, as MPI_Alltoallv (counts and displacements in elements):
+ * sendcounts[j] elements from sendbuf + sdispls[j] go to rank j, and recvcounts[i] elements from
+ * rank i land at recvbuf + rdispls[i]. Rank i's sendcounts[j] must equal rank j's recvcounts[i]:
+ * where they differ, both ranks fail with WEFT_ERR_MISMATCH naming the two ranks and counts. The
+ * regions must not overlap between sendbuf and recvbuf; sendcounts[rank] == recvcounts[rank]. */
+weft_result_t weft_all_to_allv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                               weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream);
+
 /* Returns on each rank once every rank has entered it. */
 weft_result_t weft_barrier(weft_comm_t *comm, weft_stream_t stream);
 
 /* Point to point: each send is matched by a recv of the same count and dtype on `peer`, in the
- * order both ranks issue them (messages between two ranks never overtake each other). */
+ * order both ranks issue them (messages between two ranks never overtake each other). weft_send
+ * and weft_recv use tag 0; the tagged forms match a send only with a recv of the same tag from
+ * that rank. A count, dtype or tag that the two sides disagree on fails the receiver with
+ * WEFT_ERR_MISMATCH naming both values. Each is a group of one (weft_p2p_group). */
 weft_result_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
                         weft_comm_t *comm, weft_stream_t stream);
 weft_result_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, weft_comm_t *comm,
                         weft_stream_t stream);
+weft_result_t weft_send_tagged(const void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream);
+weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+                               weft_comm_t *comm, weft_stream_t stream);
+
+/* One send or receive of a group. */
+typedef struct {
+  weft_coll_t kind; /* WEFT_COLL_SEND or WEFT_COLL_RECV */
+  void *buf;        /* read only by a send */
+  size_t count;
+  weft_dtype_t dtype;
+  int peer;
+  int tag;
+} weft_p2p_op_t;
+
+/* Sends and receives to any peers, issued together and complete together (what torch's
+ * batch_isend_irecv and NCCL's grouped calls express): no order of them between two ranks can
+ * deadlock, whatever the sizes. Between two ranks, ops pair up by tag (in the order issued among
+ * equal tags), whatever order each side lists them in. Only the ranks the ops name take part. */
+weft_result_t weft_p2p_group(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
+                             weft_stream_t stream);
 
 /* Any operation, described in full; `algo` overrides WEFT_ALGO and the cost model for this call.
  * count: per rank as in the calls above (all_gather, gather: sendcount; reduce_scatter,
- * scatter: recvcount). root: the root of broadcast, reduce, gather and scatter, the peer of send
- * and recv, ignored otherwise. */
+ * scatter: recvcount; all_to_all: per peer). root: the root of broadcast, reduce, gather and
+ * scatter, the peer of send and recv, ignored otherwise. */
 typedef struct {
   weft_coll_t coll;
   const void *sendbuf;
@@ -249,6 +296,14 @@ typedef struct {
   weft_op_t op;
   int root;
   weft_algo_t algo;
+  /* all_to_allv only (its count is unused): nranks entries each, weft_all_to_allv's arguments.
+   * A queued or asynchronous call keeps its own copy, so they may go once the call returns. Read
+   * for no other collective, so callers built before these fields existed are unaffected. */
+  const size_t *send_counts, *send_displs, *recv_counts, *recv_displs;
+  /* p2p_group only: the ops (copied like all_to_allv's arrays; their buffers must stay, as
+   * every call's). */
+  const weft_p2p_op_t *ops;
+  int nops;
 } weft_call_t;
 
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream);
@@ -273,6 +328,9 @@ weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_r
 weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count,
                                weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
                                weft_request_t **req);
+/* weft_p2p_group as a request (the ops are copied; their buffers must stay until it completes). */
+weft_result_t weft_p2p_group_async(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
+                                   weft_request_t **req);
 weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               int root, weft_comm_t *comm, weft_request_t **req);
 

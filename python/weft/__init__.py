@@ -12,14 +12,14 @@ from importlib import metadata as _metadata
 
 from . import _lib
 from .buffers import Buffer, as_buffer
-from .comm import Comm
+from .comm import Comm, P2POp
 from .dtypes import Algo, Coll, Dtype, Op
 from .errors import LibraryNotFoundError, Result, WeftError
 from .request import Request
 
 __all__ = [
-    "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "Request", "Result",
-    "WeftError", "as_buffer", "build_features", "library_path", "version",
+    "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "P2POp", "Request",
+    "Result", "WeftError", "as_buffer", "build_features", "library_path", "version",
 ]
 try:  # include/weft.h's version, which setup.py gave the installed distribution
     __version__ = _metadata.version("weft")

@@ -32,6 +32,27 @@ class CallT(ctypes.Structure):
         ("op", ctypes.c_int),
         ("root", ctypes.c_int),
         ("algo", ctypes.c_int),
+        # all_to_allv's per-rank counts and displacements (size_t arrays)
+        ("send_counts", ctypes.c_void_p),
+        ("send_displs", ctypes.c_void_p),
+        ("recv_counts", ctypes.c_void_p),
+        ("recv_displs", ctypes.c_void_p),
+        # p2p_group's ops (a P2POpT array) and how many
+        ("ops", ctypes.c_void_p),
+        ("nops", ctypes.c_int),
+    ]
+
+
+class P2POpT(ctypes.Structure):
+    """weft_p2p_op_t from include/weft.h."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("buf", ctypes.c_void_p),
+        ("count", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("peer", ctypes.c_int),
+        ("tag", ctypes.c_int),
     ]
 
 

@@ -14,6 +14,23 @@ from .errors import WeftError, check
 from .request import Request
 
 
+class P2POp:
+    """One send or receive of Comm.p2p_group: kind "send" or "recv", the buffer (as the
+    collectives take it; `dtype=` overrides its element type), the peer rank, and a tag that a
+    send shares with the receive it is meant for."""
+
+    __slots__ = ("kind", "buf", "peer", "tag", "dtype")
+
+    def __init__(self, kind, buf, peer, tag=0, dtype=None):
+        kind = {"send": Coll.SEND, "recv": Coll.RECV}.get(kind, kind)
+        if kind not in (Coll.SEND, Coll.RECV):
+            raise ValueError(f"weft: P2POp: kind must be 'send' or 'recv', got {kind!r}")
+        self.kind, self.buf, self.peer, self.tag, self.dtype = kind, buf, int(peer), int(tag), dtype
+
+    def __repr__(self):
+        return f"P2POp({self.kind.name.lower()!r}, peer={self.peer}, tag={self.tag})"
+
+
 class Comm:
     """A communicator. Comm() joins the job the launcher's environment describes
     (weft_comm_init_env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...);
@@ -161,19 +178,80 @@ class Comm:
         return self._call(Coll.SCATTER, send, recv, recv.count, Op.SUM, root, algo, async_op,
                           recvbuf)
 
+    def all_to_all(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False):
+        """Block j of sendbuf goes to rank j; block i of recvbuf comes from rank i. Both hold
+        size * n elements (n per peer) and must be distinct. Returns recvbuf."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        if send.count % self._size or recv.count != send.count:
+            raise ValueError(f"weft: all_to_all: sendbuf and recvbuf hold {send.count} and "
+                             f"{recv.count} elements, each needs {self._size} x n")
+        return self._call(Coll.ALL_TO_ALL, send, recv, send.count // self._size, Op.SUM, 0, algo,
+                          async_op, recvbuf)
+
+    def all_to_allv(self, sendbuf, send_counts, recvbuf, recv_counts, *, send_displs=None,
+                    recv_displs=None, dtype=None, async_op=False):
+        """send_counts[j] elements from sendbuf[send_displs[j]:] go to rank j; recv_counts[i]
+        elements from rank i land at recvbuf[recv_displs[i]:]. Counts and displacements are in
+        elements, one per rank; displacements default to the counts' prefix sums. Rank i's
+        send_counts[j] must equal rank j's recv_counts[i] (else both fail). Returns recvbuf."""
+        send = as_buffer(sendbuf, dtype, what="sendbuf")
+        recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
+        arrays = []
+        for name, values, of in (("send_counts", send_counts, None),
+                                 ("send_displs", send_displs, send_counts),
+                                 ("recv_counts", recv_counts, None),
+                                 ("recv_displs", recv_displs, recv_counts)):
+            if values is None:  # prefix sums of the counts
+                values, total = [], 0
+                for c in of:
+                    values.append(total)
+                    total += int(c)
+            values = [int(v) for v in values]
+            if len(values) != self._size or min(values, default=0) < 0:
+                raise ValueError(f"weft: all_to_allv: {name} needs {self._size} values >= 0, got "
+                                 f"{values}")
+            arrays.append((ctypes.c_size_t * self._size)(*values))
+        for (counts, displs, buf, what) in ((arrays[0], arrays[1], send, "sendbuf"),
+                                            (arrays[2], arrays[3], recv, "recvbuf")):
+            end = max((d + c for c, d in zip(counts, displs) if c), default=0)
+            if end > buf.count:
+                raise ValueError(f"weft: all_to_allv: {what} holds {buf.count} elements, the "
+                                 f"counts and displacements reach {end}")
+        extra = dict(zip(("send_counts", "send_displs", "recv_counts", "recv_displs"), arrays))
+        return self._call(Coll.ALL_TO_ALLV, send, recv, 0, Op.SUM, 0, None, async_op, recvbuf,
+                          extra=extra)
+
     def barrier(self, *, algo=None, async_op=False):
         """Returns once every rank has entered it."""
         return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)
 
-    def send(self, buf, peer, *, dtype=None, async_op=False):
-        """Sends buf to `peer`, which receives it with recv() of the same count and dtype."""
-        send = as_buffer(buf, dtype, what="buf")
-        return self._call(Coll.SEND, send, None, send.count, Op.SUM, peer, None, async_op, None)
+    def send(self, buf, peer, *, tag=0, dtype=None, async_op=False):
+        """Sends buf to `peer`, which receives it with recv() of the same count, dtype and tag."""
+        return self.p2p_group([P2POp("send", buf, peer, tag, dtype)], async_op=async_op)
 
-    def recv(self, buf, peer, *, dtype=None, async_op=False):
-        """Receives into buf what `peer` sends; returns buf."""
-        recv = as_buffer(buf, dtype, writable=True, what="buf")
-        return self._call(Coll.RECV, None, recv, recv.count, Op.SUM, peer, None, async_op, buf)
+    def recv(self, buf, peer, *, tag=0, dtype=None, async_op=False):
+        """Receives into buf what `peer` sends with this tag; returns buf."""
+        result = self.p2p_group([P2POp("recv", buf, peer, tag, dtype)], async_op=async_op)
+        return result if async_op else buf
+
+    def p2p_group(self, ops, *, async_op=False):
+        """Runs the P2POps together; they complete together, whatever their order and sizes.
+        Between two ranks, sends and receives pair up by tag (in list order among equal tags).
+        Returns None (a Request with async_op)."""
+        ops = list(ops)
+        array = (_lib.P2POpT * max(len(ops), 1))()
+        bufs = []
+        for i, op in enumerate(ops):
+            if not isinstance(op, P2POp):
+                raise TypeError(f"weft: p2p_group: op {i} is {type(op).__name__}, not P2POp")
+            is_recv = op.kind == Coll.RECV
+            b = as_buffer(op.buf, op.dtype, writable=is_recv, what="buf")
+            bufs.append(b)
+            array[i] = _lib.P2POpT(int(op.kind), b.address, b.count, int(b.dtype), op.peer, op.tag)
+        extra = {"ops": array, "nops": len(ops), "keep": bufs}
+        return self._call(Coll.P2P_GROUP, None, None, 0, Op.SUM, -1, None, async_op, None,
+                          extra=extra)
 
     def _pair(self, sendbuf, recvbuf, dtype):
         if recvbuf is None:
@@ -182,7 +260,7 @@ class Comm:
         send = as_buffer(sendbuf, dtype, what="sendbuf")
         return send, as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
 
-    def _call(self, coll, send, recv, count, op, root, algo, async_op, result):
+    def _call(self, coll, send, recv, count, op, root, algo, async_op, result, extra=None):
         ref = send if send is not None else recv
         dt = ref.dtype if ref is not None else 0
         if send is not None and recv is not None and send.dtype != recv.dtype:
@@ -190,6 +268,13 @@ class Comm:
                             f"{recv.dtype.name.lower()}")
         call = _lib.CallT(int(coll), send.address if send else None, recv.address if recv else None,
                           count, int(dt), int(to_op(op)), int(root), int(to_algo(algo)))
+        # Arrays the call points to (all_to_allv's counts, a group's ops) and their sizes: set
+        # here, kept alive with the request ("keep": objects that only need to stay alive).
+        for name, value in (extra or {}).items():
+            if isinstance(value, int):
+                setattr(call, name, value)
+            elif name != "keep":
+                setattr(call, name, ctypes.cast(value, ctypes.c_void_p))
         what = f"{coll.name.lower()} (count {count})"
         with self._lock:
             handle = self._live()
@@ -200,7 +285,7 @@ class Comm:
             req = ctypes.c_void_p()
             check(self._lib, self._lib.weft_call_async(ctypes.byref(call), handle,
                                                         ctypes.byref(req)), what)
-            request = Request(req, result, (send, recv), what)
+            request = Request(req, result, (send, recv, extra), what)
             self._pending.append(request)
             return request
 

@@ -48,6 +48,9 @@ class Coll(enum.IntEnum):
     RECV = 7
     GATHER = 8
     SCATTER = 9
+    ALL_TO_ALL = 10
+    ALL_TO_ALLV = 11
+    P2P_GROUP = 12
 
 
 class Algo(enum.IntEnum):
@@ -60,6 +63,8 @@ class Algo(enum.IntEnum):
     DISSEMINATION = 6
     HIERARCHICAL = 7
     LINEAR = 8  # gather, scatter: the root exchanges with every rank directly
+    PAIRWISE = 9  # all_to_all: p-1 exchanges, large blocks
+    BRUCK = 10  # all_to_all: ceil(log2 p) exchanges, small blocks
 
 
 # Names as numpy spells them (numpy.dtype(...).name); "bfloat16" is what ml_dtypes and similar

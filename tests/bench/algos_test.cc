@@ -79,6 +79,22 @@ TEST(Algos, UnsupportedNamesWhatThereIs) {
 
 // gather and scatter: -A all times the binomial tree and the linear schedule, in that order;
 // either name alone gives that one, and a name they lack lists the two.
+TEST(Algos, AllToAllHasPairwiseAndBruck) {
+  weft_algo_t out[WEFT_NUM_ALGOS];
+  int n;
+  Resolve(BENCH_ALL_TO_ALL, "all", &n, out);
+  ASSERT_EQ(n, 2);
+  Resolve(BENCH_ALL_TO_ALL, "bruck", &n, out);
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(out[0], WEFT_ALGO_BRUCK);
+  Resolve(BENCH_ALL_TO_ALL, "pairwise", &n, out);
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(out[0], WEFT_ALGO_PAIRWISE);
+  std::string err = Resolve(BENCH_ALL_TO_ALL, "ring", &n);
+  EXPECT_EQ(n, -1);
+  EXPECT_NE(err.find("alltoall has no 'ring' algorithm"), std::string::npos) << err;
+}
+
 TEST(Algos, GatherAndScatterHaveTreeAndLinear) {
   for (bench_coll_t c : {BENCH_GATHER, BENCH_SCATTER}) {
     weft_algo_t out[WEFT_NUM_ALGOS];

@@ -186,8 +186,10 @@ TEST(Args, Collectives) {
   EXPECT_EQ(Parse({"-C", "gather"}).args.coll, BENCH_GATHER);
   EXPECT_EQ(Parse({"--coll=scatter"}).args.coll, BENCH_SCATTER);
   EXPECT_EQ(Parse({}).args.coll_given, 0);
-  ExpectError({"-C", "alltoall"}, "-C: unknown collective 'alltoall' (all_reduce broadcast");
-  ExpectError({"-C", "all_to_all"}, "sendrecv barrier gather scatter)");
+  EXPECT_EQ(Parse({"-C", "alltoall"}).args.coll, BENCH_ALL_TO_ALL);
+  EXPECT_EQ(Parse({"-C", "all_to_all"}).args.coll, BENCH_ALL_TO_ALL);
+  ExpectError({"-C", "alltoallv"}, "-C: unknown collective 'alltoallv' (all_reduce broadcast");
+  ExpectError({"-C", "gather_all"}, "sendrecv barrier gather scatter alltoall)");
   for (int c = 0; c < BENCH_NUM_COLLS; c++) {
     bench_coll_t parsed;
     const char *name = bench_coll_name(static_cast<bench_coll_t>(c));
@@ -205,6 +207,10 @@ TEST(Args, CollectiveProperties) {
   EXPECT_EQ(bench_coll_weft(BENCH_BARRIER), WEFT_COLL_BARRIER);
   EXPECT_EQ(bench_coll_weft(BENCH_GATHER), WEFT_COLL_GATHER);
   EXPECT_EQ(bench_coll_weft(BENCH_SCATTER), WEFT_COLL_SCATTER);
+  EXPECT_EQ(bench_coll_weft(BENCH_ALL_TO_ALL), WEFT_COLL_ALL_TO_ALL);
+  EXPECT_STREQ(bench_coll_name(BENCH_ALL_TO_ALL), "alltoall");
+  EXPECT_FALSE(bench_coll_rooted(BENCH_ALL_TO_ALL));
+  EXPECT_FALSE(bench_coll_reduces(BENCH_ALL_TO_ALL));
   EXPECT_EQ(bench_coll_weft(BENCH_NUM_COLLS), WEFT_NUM_COLLS);
   int reducing = 0, rooted = 0;
   for (int c = 0; c < BENCH_NUM_COLLS; c++) {

@@ -44,6 +44,7 @@ TEST(Bw, FactorPerCollective) {
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_BARRIER, n), 0.0) << n;
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_GATHER, n), (d - 1) / d) << n;
     EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_SCATTER, n), (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_TO_ALL, n), (d - 1) / d) << n;
   }
   EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_GATHER, 1), 0.0);  // one rank: nothing crosses
   EXPECT_DOUBLE_EQ(bench_bw_bus_factor(BENCH_ALL_GATHER, 0), 0.0);

@@ -164,6 +164,37 @@ TEST_P(CollPattern, GatherAndScatter) {
   }
 }
 
+// alltoall: block q of rank r's output is block r of rank q's send buffer; a transposed
+// exchange (block q of rank r's own buffer, or rank q's block q) is caught.
+TEST_P(CollPattern, AllToAll) {
+  weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
+  for (int n : kWorlds) {
+    World w = Make(BENCH_ALL_TO_ALL, dt, WEFT_SUM, n, 0);
+    std::string name = Name(BENCH_ALL_TO_ALL, dt, WEFT_SUM, n);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ(w.send[r].size(), n * kCount * w.esize) << name;
+      Buf out, own, diag;
+      for (int q = 0; q < n; q++) {
+        Buf b = Slice(w.send[q], r * kCount, kCount, w.esize);
+        out.insert(out.end(), b.begin(), b.end());
+        b = Slice(w.send[r], q * kCount, kCount, w.esize);
+        own.insert(own.end(), b.begin(), b.end());
+        b = Slice(w.send[q], q * kCount, kCount, w.esize);
+        diag.insert(diag.end(), b.begin(), b.end());
+      }
+      EXPECT_EQ(Check(w, r, out), 0u) << name << " rank " << r;
+      for (size_t i = 0; i < 3; i++)
+        EXPECT_TRUE(bench_elem_equals(dt, out.data(), i + kCount * (n - 1),
+                                      bench_pattern_expected_recv(&w.p, r, kCount,
+                                                                  i + kCount * (n - 1))))
+            << name;
+      if (n == 1) continue;
+      EXPECT_GT(Check(w, r, own), kCount / 2) << name << " rank " << r;
+      EXPECT_GT(Check(w, r, diag), kCount / 2) << name << " rank " << r;
+    }
+  }
+}
+
 TEST_P(CollPattern, BroadcastAndSendrecv) {
   weft_dtype_t dt = static_cast<weft_dtype_t>(GetParam());
   for (int n : kWorlds) {
@@ -207,13 +238,17 @@ TEST_P(CollPattern, PoisonIsWrongEverywhere) {
           }
         }
         // Rank 1 is the root.
-        size_t expect_recv = c == BENCH_ALL_GATHER || c == BENCH_GATHER ? n * kCount : kCount;
+        size_t expect_recv =
+            c == BENCH_ALL_GATHER || c == BENCH_GATHER || c == BENCH_ALL_TO_ALL ? n * kCount
+                                                                                : kCount;
         if (c == BENCH_BARRIER) expect_recv = 0;
         EXPECT_EQ(bench_pattern_recv_count(&p, 1, kCount), expect_recv) << c;
         if (c == BENCH_REDUCE || c == BENCH_GATHER) {
           EXPECT_EQ(bench_pattern_recv_count(&p, 0, kCount), 0u);
         }
-        size_t expect_send = c == BENCH_REDUCE_SCATTER || c == BENCH_SCATTER ? n * kCount : kCount;
+        size_t expect_send =
+            c == BENCH_REDUCE_SCATTER || c == BENCH_SCATTER || c == BENCH_ALL_TO_ALL ? n * kCount
+                                                                                     : kCount;
         if (c == BENCH_BARRIER) expect_send = 0;
         EXPECT_EQ(bench_pattern_send_count(&p, 1, kCount), expect_send) << c;
         if (c == BENCH_SCATTER) {

@@ -61,6 +61,18 @@ TEST(Shape, ReduceScatterFollowsNcclTests) {
 
 // gather_perf and scatter_perf: the size is the root's whole buffer, the count per rank as
 // all_gather's and reduce_scatter's, and so are the in-place layouts (at the root).
+// alltoall_perf: the size is one rank's send buffer, c per peer (4-aligned like the split
+// collectives), both buffers n c, and no in-place row (weft has no in-place all-to-all).
+TEST(Shape, AllToAllSplitsPerPeer) {
+  bench_shape_t s = bench_shape(BENCH_ALL_TO_ALL, 4, 4, 1000);
+  EXPECT_EQ(s.count, 60u);  // 250 elements / 4 peers = 62, down to a multiple of 4
+  EXPECT_EQ(s.send_count, 240u);
+  EXPECT_EQ(s.recv_count, 240u);
+  EXPECT_EQ(s.bytes, 960u);
+  EXPECT_EQ(s.has_in_place, 0);
+  EXPECT_EQ(bench_shape_granule(BENCH_ALL_TO_ALL, 3, 8), 96u);
+}
+
 TEST(Shape, GatherAndScatterFollowNcclTests) {
   bench_shape_t g = bench_shape(BENCH_GATHER, 4, 4, 4096);
   EXPECT_EQ(g.bytes, 4096u);

@@ -15,7 +15,8 @@ namespace {
 const char* AlgoName(weft_algo_t a) {
   static const char* names[] = {
       "auto",         "ring",          "tree",        "double_tree", "recursive_doubling",
-      "rabenseifner", "dissemination", "hierarchical", "linear"};
+      "rabenseifner", "dissemination", "hierarchical", "linear",       "pairwise",
+      "bruck"};
   return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
 }
 
@@ -24,7 +25,7 @@ std::vector<int> CollectiveRows() {
   std::vector<int> rows;
   for (int i = 0; i < algo_count(); i++) {
     weft_coll_t c = algo_at(i)->coll;
-    if (c != WEFT_COLL_SEND && c != WEFT_COLL_RECV) rows.push_back(i);
+    if (c != WEFT_COLL_SEND && c != WEFT_COLL_RECV && c != WEFT_COLL_P2P_GROUP) rows.push_back(i);
   }
   return rows;
 }
@@ -95,11 +96,31 @@ TEST(Algorithms, EveryCollectiveHasARing) {
   // The ring (chain for broadcast and reduce) is the fallback every collective can use; gather
   // and scatter have the root talk to each rank directly instead (a chain would forward every
   // block through up to p-2 ranks).
+  // All-to-all's direct form is the pairwise exchange.
   for (int c = 0; c < WEFT_NUM_COLLS; c++) {
     bool linear = c == WEFT_COLL_GATHER || c == WEFT_COLL_SCATTER;
-    EXPECT_NE(algo_lookup((weft_coll_t)c, linear ? WEFT_ALGO_LINEAR : WEFT_ALGO_RING), nullptr)
-        << sim::CollName((weft_coll_t)c);
+    weft_algo_t a = linear                                                    ? WEFT_ALGO_LINEAR
+                    : c == WEFT_COLL_ALL_TO_ALL || c == WEFT_COLL_ALL_TO_ALLV ? WEFT_ALGO_PAIRWISE
+                                                                              : WEFT_ALGO_RING;
+    EXPECT_NE(algo_lookup((weft_coll_t)c, a), nullptr) << sim::CollName((weft_coll_t)c);
   }
+}
+
+TEST(Algorithms, AllToAllHasPairwiseAndBruck) {
+  EXPECT_NE(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_PAIRWISE), nullptr);
+  EXPECT_NE(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_BRUCK), nullptr);
+  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_RING), nullptr);
+  EXPECT_STREQ(weft_algo_name(WEFT_ALGO_PAIRWISE), "pairwise");
+  EXPECT_STREQ(weft_algo_name(WEFT_ALGO_BRUCK), "bruck");
+  EXPECT_EQ(weft_algo_from_name("bruck"), WEFT_ALGO_BRUCK);
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_ALL_TO_ALL), "all_to_all");
+  // Appended: the values callers compiled against stay.
+  EXPECT_EQ((int)WEFT_COLL_ALL_TO_ALL, 10);
+  EXPECT_EQ((int)WEFT_ALGO_PAIRWISE, 9);
+  EXPECT_EQ((int)WEFT_ALGO_BRUCK, 10);
+  EXPECT_EQ((int)WEFT_COLL_ALL_TO_ALLV, 11);
+  EXPECT_STREQ(weft_coll_name(WEFT_COLL_ALL_TO_ALLV), "all_to_allv");
+  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_TO_ALLV, WEFT_ALGO_BRUCK), nullptr);
 }
 
 TEST(Algorithms, GatherAndScatterHaveLinearAndBinomialTree) {
@@ -121,7 +142,8 @@ TEST(Algorithms, RowsAreUniqueAndComplete) {
     const algo_entry_t* e = algo_at(i);
     EXPECT_TRUE(seen.insert({e->coll, e->algo}).second) << "row " << i << " repeats";
     EXPECT_NE(e->build, nullptr);
-    bool p2p = e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV;
+    bool p2p =
+        e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV || e->coll == WEFT_COLL_P2P_GROUP;
     EXPECT_EQ(e->cost == nullptr, p2p) << "row " << i;
     EXPECT_EQ(algo_lookup(e->coll, e->algo), e);
   }
@@ -134,7 +156,8 @@ TEST(Algorithms, RowsAreUniqueAndComplete) {
 TEST(Algorithms, ManyEventOrders) {
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t* e = algo_at(i);
-    if (e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV) continue;
+    if (e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV || e->coll == WEFT_COLL_P2P_GROUP)
+      continue;
     for (int p : {3, 6, 7})
       for (uint64_t seed = 10; seed < 40; seed++) {
         sim::Options o = {2, (int)(seed % 3) + 1, seed % 2 == 0, seed};

@@ -115,6 +115,30 @@ TEST(Cost, GatherAndScatterMessagesAndBytes) {
   }
 }
 
+// All-to-all, one slice per message: the pairwise exchange sends p-1 messages of one block,
+// Bruck ceil(log2 p) of about half the blocks, so Bruck wins small and loses large.
+TEST(Cost, AllToAllPairwiseAgainstBruck) {
+  const algo_entry_t* pw = algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_PAIRWISE);
+  const algo_entry_t* br = algo_lookup(WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_BRUCK);
+  ASSERT_NE(pw, nullptr);
+  ASSERT_NE(br, nullptr);
+  cost_model_t alpha = {1, 0, 0, 1e18}, beta = {0, 1, 0, 1e18};
+  for (int p = 2; p <= 33; p++) {
+    int logp = 0;
+    while ((1 << logp) < p) logp++;
+    double n = 1000.0 * p;
+    EXPECT_EQ(pw->cost(&alpha, p, n), 1 + (p - 1)) << "p " << p;
+    EXPECT_EQ(br->cost(&alpha, p, n), 1 + logp) << "p " << p;
+    EXPECT_DOUBLE_EQ(pw->cost(&beta, p, n), 40 + 1000.0 * (p - 1)) << "p " << p;
+    EXPECT_GE(br->cost(&beta, p, n), pw->cost(&beta, p, n) - 1e-9) << "p " << p;
+  }
+  cost_model_t m = {20e-6, 1e-10, 1e-11, 65536};
+  EXPECT_LT(br->cost(&m, 16, 16 * 64), pw->cost(&m, 16, 16 * 64) / 2);
+  EXPECT_GT(br->cost(&m, 16, 16 * 4e6), pw->cost(&m, 16, 16 * 4e6));
+  EXPECT_EQ(pw->cost(&m, 1, 100), 0);
+  EXPECT_EQ(br->cost(&m, 1, 100), 0);
+}
+
 TEST(Cost, LogarithmicAlgorithmsWinForSmallMessagesAndBandwidthOnesForLarge) {
   cost_model_t m = {20e-6, 1e-10, 1e-11, 65536};
   auto cost = [&](weft_coll_t c, weft_algo_t a, int p, double n) {

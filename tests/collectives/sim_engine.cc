@@ -62,6 +62,7 @@ struct Span {
 
 struct Msg {
   bool header = false, token = false;
+  sched_agree_t agree{};  // a token's values (schedule.h)
   std::vector<Cell> data;
   uint32_t heard = 0;
   Span src;  // the sender's memory, read until delivery or send completion
@@ -281,6 +282,7 @@ class Runner {
       Msg m;
       m.header = op == nullptr;
       m.token = op && op->kind == SCHED_SEND_TOKEN;
+      if (m.token) m.agree = op->agree;
       m.heard = (1u << r) | st.heard;
       if (op && op->dep >= 0) m.heard |= know_[r][op->dep];
       if (op) know_[r][f.op] |= m.heard;
@@ -328,6 +330,16 @@ class Runner {
     if (!op) return;
     if (m.token != (op->kind == SCHED_RECV_TOKEN)) {
       Fail(what + " matched a " + (m.token ? "token" : "data message"));
+      return;
+    }
+    // Two schedules that the executor's token check would fail on are wrong whatever the data.
+    const sched_agree_t &a = m.agree, &b = op->agree;
+    if (m.token && (a.on != b.on || a.tag != b.tag || a.dtype != b.dtype || a.count != b.count ||
+                    a.back != b.back)) {
+      Fail(what + " got a token whose values disagree with its own (tag " + std::to_string(a.tag) +
+           "/" + std::to_string(b.tag) + ", count " + std::to_string(a.count) + "/" +
+           std::to_string(b.count) + ", back " + std::to_string(a.back) + "/" +
+           std::to_string(b.back) + ")");
       return;
     }
     size_t first, n;

@@ -26,8 +26,9 @@ std::vector<std::pair<bool, size_t>> StreamShape(const schedule_t& s, int peer, 
 }  // namespace
 
 std::string CollName(weft_coll_t c) {
-  static const char* names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
-                                "barrier",    "send",      "recv",   "gather",     "scatter"};
+  static const char* names[] = {"all_reduce",     "broadcast", "reduce",     "all_gather",
+                                "reduce_scatter", "barrier",   "send",       "recv",
+                                "gather",         "scatter",   "all_to_all", "all_to_allv"};
   return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "?";
 }
 
@@ -89,12 +90,42 @@ std::string CheckStatic(const World& w, bool all_linked) {
   return "";
 }
 
+size_t AllToAllvCount(const Call& c, int i, int j) {
+  return c.count * (size_t)((i + 2 * j + (int)c.count) % 4) / 2;
+}
+
+Splits AllToAllvSplits(const Call& c, int rank) {
+  Splits s;
+  int p = c.nranks;
+  for (int j = 0; j < p; j++) {
+    s.send_counts.push_back(AllToAllvCount(c, rank, j));
+    s.send_displs.push_back(s.send_size);
+    s.send_size += s.send_counts.back() + 1;
+  }
+  s.recv_counts.resize(p);
+  s.recv_displs.resize(p);
+  for (int j = p - 1; j >= 0; j--) {
+    s.recv_counts[j] = AllToAllvCount(c, j, rank);
+    s.recv_displs[j] = s.recv_size;
+    s.recv_size += s.recv_counts[j] + 1;
+  }
+  return s;
+}
+
 namespace {
 
-size_t SendSize(const Call& c) {
+size_t SendSize(const Call& c, int r) {
+  if (c.coll == WEFT_COLL_ALL_TO_ALLV) {  // the extent the parts reach
+    Splits s = AllToAllvSplits(c, r);
+    size_t end = 0;
+    for (int j = 0; j < c.nranks; j++)
+      if (s.send_counts[j]) end = std::max(end, s.send_displs[j] + s.send_counts[j]);
+    return end;
+  }
   switch (c.coll) {
     case WEFT_COLL_REDUCE_SCATTER:
     case WEFT_COLL_SCATTER:  // the root's
+    case WEFT_COLL_ALL_TO_ALL:
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -103,10 +134,18 @@ size_t SendSize(const Call& c) {
   }
 }
 
-size_t RecvSize(const Call& c) {
+size_t RecvSize(const Call& c, int r) {
+  if (c.coll == WEFT_COLL_ALL_TO_ALLV) {
+    Splits s = AllToAllvSplits(c, r);
+    size_t end = 0;
+    for (int j = 0; j < c.nranks; j++)
+      if (s.recv_counts[j]) end = std::max(end, s.recv_displs[j] + s.recv_counts[j]);
+    return end;
+  }
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:
     case WEFT_COLL_GATHER:  // the root's
+    case WEFT_COLL_ALL_TO_ALL:
       return c.count * c.nranks;
     case WEFT_COLL_BARRIER:
       return 0;
@@ -123,11 +162,14 @@ Memory Layout(const Call& c, int r) {
   bool gathers = c.coll == WEFT_COLL_REDUCE || c.coll == WEFT_COLL_GATHER;
   m.has_send = !(scatters && r != c.root);
   m.has_recv = !(gathers && r != c.root);
-  m.send.resize(SendSize(c));
-  m.recv.resize(RecvSize(c));
+  m.send.resize(SendSize(c, r));
+  m.recv.resize(RecvSize(c, r));
   for (size_t i = 0; i < m.send.size(); i++) m.send[i] = {Input(r, i), 1u << r, 0, true};
   bool rooted = scatters || gathers;
-  if (!c.in_place || (rooted && r != c.root)) return m;
+  // All-to-all has no in-place form (weft.h): the flag does not apply.
+  if (!c.in_place || (rooted && r != c.root) || c.coll == WEFT_COLL_ALL_TO_ALL ||
+      c.coll == WEFT_COLL_ALL_TO_ALLV)
+    return m;
   switch (c.coll) {
     case WEFT_COLL_ALL_GATHER:  // sendbuf == recvbuf + r n
     case WEFT_COLL_GATHER:      // (the root)
@@ -178,7 +220,27 @@ std::string CheckOutput(const Call& c, const World& w) {
       continue;
     }
     if (!m.has_recv) continue;
-    size_t len = RecvSize(c);
+    size_t len = RecvSize(c, r);
+    if (c.coll == WEFT_COLL_ALL_TO_ALLV) {  // part q at recv_displs[q]; the gaps stay unwritten
+      Splits mine = AllToAllvSplits(c, r);
+      for (int q = 0; q < p; q++) {
+        Splits theirs = AllToAllvSplits(c, q);
+        for (size_t i = 0; i < mine.recv_counts[q]; i++) {
+          const Cell& got = Out(m, mine.recv_displs[q] + i);
+          int64_t want = Input(q, theirs.send_displs[r] + i);
+          std::string where = "rank " + std::to_string(r) + " part from rank " + std::to_string(q) +
+                              " [" + std::to_string(i) + "]";
+          if (!got.init) return where + " was never written";
+          if (got.v != want)
+            return where + " = " + std::to_string(got.v) + ", want " + std::to_string(want);
+        }
+        size_t gap = mine.recv_displs[q] + mine.recv_counts[q];
+        if (gap < len && Out(m, gap).init)
+          return "rank " + std::to_string(r) + " recvbuf[" + std::to_string(gap) +
+                 "], a gap between parts, was written";
+      }
+      continue;
+    }
     for (size_t i = 0; i < len; i++) {
       int64_t want = 0;
       switch (c.coll) {
@@ -191,6 +253,9 @@ std::string CheckOutput(const Call& c, const World& w) {
           break;
         case WEFT_COLL_SCATTER:
           want = Input(c.root, r * n + i);
+          break;
+        case WEFT_COLL_ALL_TO_ALL:  // block q came from rank q, which held it at block r
+          want = Input((int)(i / n), r * n + i % n);
           break;
         case WEFT_COLL_REDUCE_SCATTER:
           for (int q = 0; q < p; q++) want += Input(q, r * n + i);
@@ -221,19 +286,26 @@ std::string CheckOutput(const Call& c, const World& w) {
   for (int r = 0; r < c.nranks && err.empty(); r++) {
     sched_args_t a = {c.coll,    r,        c.nranks, c.count,      c.root, c.in_place ? 1 : 0,
                       c.node_of, c.nnodes, c.round_count};
+    Splits sp = AllToAllvSplits(c, r);
+    if (c.coll == WEFT_COLL_ALL_TO_ALLV) {
+      a.send_counts = sp.send_counts.data();
+      a.send_displs = sp.send_displs.data();
+      a.recv_counts = sp.recv_counts.data();
+      a.recv_displs = sp.recv_displs.data();
+    }
     schedule_t s;
     if (build(&s, &a) != WEFT_SUCCESS) err = "rank " + std::to_string(r) + ": " + err_last();
     w.sched.push_back(s);
     w.mem.push_back(Layout(c, r));
     const Memory& m = w.mem.back();
-    if (err.empty() && m.has_send && s.buf_count[SCHED_SENDBUF] != SendSize(c))
+    if (err.empty() && m.has_send && s.buf_count[SCHED_SENDBUF] != SendSize(c, r))
       err = "rank " + std::to_string(r) + " schedule's sendbuf has " +
             std::to_string(s.buf_count[SCHED_SENDBUF]) + " elements, want " +
-            std::to_string(SendSize(c));
-    if (err.empty() && m.has_recv && s.buf_count[SCHED_RECVBUF] != RecvSize(c))
+            std::to_string(SendSize(c, r));
+    if (err.empty() && m.has_recv && s.buf_count[SCHED_RECVBUF] != RecvSize(c, r))
       err = "rank " + std::to_string(r) + " schedule's recvbuf has " +
             std::to_string(s.buf_count[SCHED_RECVBUF]) + " elements, want " +
-            std::to_string(RecvSize(c));
+            std::to_string(RecvSize(c, r));
   }
   if (err.empty()) err = CheckStatic(w, true);
   if (err.empty()) err = Simulate(w, o);

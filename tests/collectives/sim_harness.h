@@ -96,6 +96,17 @@ struct Call {
   size_t round_count = 0;  // sched_args_t's: rings move at most this much of a chunk per round
 };
 
+// all_to_allv's uneven split of a Call: rank i sends rank j AllToAllvCount(c, i, j) elements
+// (0, count/2, count or 3 count/2: zeros, odd sizes and pairs that differ each way), laid out
+// with a gap of one element between parts, rank order in sendbuf and reverse rank order in
+// recvbuf, so that displacements matter.
+size_t AllToAllvCount(const Call& c, int i, int j);
+struct Splits {
+  std::vector<size_t> send_counts, send_displs, recv_counts, recv_displs;
+  size_t send_size = 0, recv_size = 0;
+};
+Splits AllToAllvSplits(const Call& c, int rank);
+
 std::string Describe(const Call& c);
 std::string CollName(weft_coll_t c);
 

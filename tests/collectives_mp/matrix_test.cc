@@ -14,7 +14,7 @@ namespace {
 
 const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE,     WEFT_COLL_BROADCAST, WEFT_COLL_REDUCE,
                               WEFT_COLL_ALL_GATHER,     WEFT_COLL_GATHER,    WEFT_COLL_SCATTER,
-                              WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER};
+                              WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALL_TO_ALL, WEFT_COLL_BARRIER};
 
 bool reduces(weft_coll_t c) {
   return c == WEFT_COLL_ALL_REDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
@@ -36,6 +36,7 @@ std::string small_matrix(int rank, int n, int port, const char* transport) {
         for (int d = 0; d < WEFT_NUM_DTYPES; d++)
           for (int op = 0; op < (reduces(coll) ? WEFT_NUM_OPS : 1); op++)
             for (bool in_place : {false, true}) {
+              if (in_place && coll == WEFT_COLL_ALL_TO_ALL) continue;  // it has no such form
               int root = (int)((count + (size_t)d + (size_t)op) % (size_t)n);
               err = check_call(comm, coll, algo, (weft_dtype_t)d, (weft_op_t)op, count, in_place,
                                root);
@@ -87,7 +88,8 @@ TEST_P(MatrixLarge, EveryCollectiveAndAlgorithmAtOneMebi) {
           for (int a = 1; a < WEFT_NUM_ALGOS; a++) {
             if (!weft_algo_supported(coll, (weft_algo_t)a) || coll == WEFT_COLL_BARRIER) continue;
             bool per_rank = coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER ||
-                            coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER;
+                            coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER ||
+                            coll == WEFT_COLL_ALL_TO_ALL;
             size_t count = per_rank ? (1 << 18) + 3 : (1 << 20) + 7;
             err = check_call(comm, coll, (weft_algo_t)a, WEFT_FLOAT32, WEFT_SUM, count,
                              rank % 2 == 0, n - 1);

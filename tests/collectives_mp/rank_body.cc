@@ -73,6 +73,7 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   // NULL for it below.
   if (coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_GATHER) recv_n = count * p;
   if (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_SCATTER) send_n = count * p;
+  if (coll == WEFT_COLL_ALL_TO_ALL) send_n = recv_n = count * p;
   bool is_root = rank == root;
   // One allocation big enough for either layout; in place, both buffers live in it.
   std::vector<char> a((send_n + recv_n) * es + 1, 0x5a), b(recv_n * es + 1, 0x5a),
@@ -85,8 +86,9 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
       send = recv + (size_t)rank * count * es;
     } else if (coll == WEFT_COLL_REDUCE_SCATTER || (coll == WEFT_COLL_SCATTER && is_root)) {
       recv = send + (size_t)rank * count * es;
-    } else if (coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER) {
-      // Only the root has an in-place layout.
+    } else if (coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER ||
+               coll == WEFT_COLL_ALL_TO_ALL) {
+      // Only the root has an in-place layout; all_to_all has none.
     } else {
       recv = send;
     }
@@ -106,6 +108,10 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
       case WEFT_COLL_ALL_GATHER:
       case WEFT_COLL_GATHER: v = pattern_input(d, WEFT_SUM, (int)(i / count), n, i % count); break;
       case WEFT_COLL_SCATTER: v = pattern_input(d, WEFT_SUM, root, n, (size_t)rank * count + i); break;
+      // Block q came from rank q, which held it as its block `rank`.
+      case WEFT_COLL_ALL_TO_ALL:
+        v = pattern_input(d, WEFT_SUM, (int)(i / count), n, (size_t)rank * count + i % count);
+        break;
       case WEFT_COLL_REDUCE_SCATTER: v = pattern_expected(d, op, n, (size_t)rank * count + i); break;
       case WEFT_COLL_BROADCAST: v = (int64_t)((i * 13 + (size_t)root * 5) % 50); break;
       default: v = pattern_expected(d, op, n, i);

@@ -35,7 +35,8 @@ using CallRunner =
 // Any collective through weft_call with a forced algorithm, checked exactly (patterns.h):
 // all_reduce, reduce (root checked), broadcast, all_gather and reduce_scatter (NCCL's in-place
 // layouts when in_place), gather (root checked; the others pass no recvbuf) and scatter (the
-// others pass no sendbuf), in place on the root as all_gather and reduce_scatter, barrier.
+// others pass no sendbuf), in place on the root as all_gather and reduce_scatter, all_to_all
+// (no in-place form: in_place is ignored), barrier.
 std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, weft_dtype_t d,
                        weft_op_t op, size_t count, bool in_place, int root,
                        const CallRunner* runner = nullptr);

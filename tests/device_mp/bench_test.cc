@@ -18,7 +18,7 @@ std::string BenchPath() {
 
 TEST(DeviceBench, EveryCollectiveChecksOutOnDeviceBuffers) {
   for (const char* coll : {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
-                           "sendrecv", "gather", "scatter"}) {
+                           "sendrecv", "gather", "scatter", "alltoall"}) {
     LaunchOptions opts;
     opts.timeout_s = 120;
     std::vector<std::string> args = {"-n", "3",  BenchPath(), "-G",   "emulated", "-C", coll,
@@ -28,6 +28,7 @@ TEST(DeviceBench, EveryCollectiveChecksOutOnDeviceBuffers) {
     // both sides of it.
     if (std::string(coll) == "gather" || std::string(coll) == "scatter")
       args.insert(args.end(), {"-r", "1", "-A", "all"});
+    if (std::string(coll) == "alltoall") args.insert(args.end(), {"-A", "all"});
     LaunchResult r = RunLauncher(args, opts);
     ASSERT_TRUE(r.exited && r.exit_code == 0) << coll << "\n" << Describe(r);
     EXPECT_NE(r.out.find("# Buffers: device memory (emulated engine"), std::string::npos)

@@ -114,7 +114,14 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
       size_t n = counts[c];
       for (size_t i = 0; i < n; i++) buf[i] = (float)(rank + 1 + (int)(i % 7));
-      weft_call_t call = {WEFT_COLL_ALL_REDUCE, buf, buf, n, WEFT_FLOAT32, WEFT_SUM, -1, algos[a]};
+      weft_call_t call = {.coll = WEFT_COLL_ALL_REDUCE,
+                          .sendbuf = buf,
+                          .recvbuf = buf,
+                          .count = n,
+                          .dtype = WEFT_FLOAT32,
+                          .op = WEFT_SUM,
+                          .root = -1,
+                          .algo = algos[a]};
       CHECK_WEFT(weft_call(&call, comm, NULL));
       for (size_t i = 0; i < n; i++) {
         float want = (float)(size * (size + 1) / 2 + size * (int)(i % 7));

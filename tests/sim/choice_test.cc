@@ -22,7 +22,7 @@ const double kTolerance = 1.15;
 const int kRanks[] = {2, 3, 4, 5, 8, 13, 16};
 const weft_coll_t kColls[] = {WEFT_COLL_ALL_REDUCE, WEFT_COLL_BROADCAST,      WEFT_COLL_REDUCE,
                               WEFT_COLL_ALL_GATHER, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BARRIER,
-                              WEFT_COLL_GATHER,     WEFT_COLL_SCATTER};
+                              WEFT_COLL_GATHER,     WEFT_COLL_SCATTER,        WEFT_COLL_ALL_TO_ALL};
 
 sim_model_t Library() {
   sim_model_t m;

@@ -159,6 +159,7 @@ TEST(ReportTest, SizeWalk) {
   EXPECT_EQ(Walk(WEFT_COLL_ALL_GATHER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
   EXPECT_EQ(Walk(WEFT_COLL_GATHER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
   EXPECT_EQ(Walk(WEFT_COLL_SCATTER, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
+  EXPECT_EQ(Walk(WEFT_COLL_ALL_TO_ALL, 3, 4, 8, 64, 2, 0), (std::vector<size_t>{12, 24, 60}));
   EXPECT_EQ(Walk(WEFT_COLL_BARRIER, 8, 1, 8, 1024, 2, 0), (std::vector<size_t>{0}));
 }
 
@@ -178,6 +179,7 @@ TEST(ReportTest, BusFactorsAsNcclTests) {
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_BROADCAST, 8), 1.0);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_GATHER, 8), 0.875);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_SCATTER, 8), 0.875);
+  EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_ALL_TO_ALL, 8), 0.875);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_REDUCE, 8), 1.0);
   EXPECT_DOUBLE_EQ(simrep_bus_factor(WEFT_COLL_BARRIER, 8), 0.0);
 }

@@ -83,18 +83,21 @@ TEST(ExactTest, TreeLatencyInMessages) {
   }
 }
 
-// Send/recv: alpha + n beta in one slice; k slices cost k alphas; the call description one more.
+// Send/recv: the token with tag and count (no call description: headers change nothing), then
+// alpha + n beta in one slice; k slices cost k alphas.
 TEST(ExactTest, PointToPoint) {
+  const double tok = SIM_AGREE_BYTES;
   for (size_t n : {4, 4096, 1 << 20}) {
-    for (weft_coll_t coll : {WEFT_COLL_SEND, WEFT_COLL_RECV}) {
-      sim_model_t m = Model(/*slice_bytes=*/1 << 30, /*headers=*/0);
-      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 4, n / 4, 3), m.alpha + n * m.beta);
-      m.headers = 1;
-      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 4, n / 4, 3),
-                       2 * m.alpha + (kHdr + n) * m.beta);
-      m = Model(/*slice_bytes=*/4096, /*headers=*/0);
+    for (weft_coll_t coll : {WEFT_COLL_SEND, WEFT_COLL_RECV, WEFT_COLL_P2P_GROUP}) {
+      for (int headers : {0, 1}) {
+        sim_model_t m = Model(/*slice_bytes=*/1 << 30, headers);
+        EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 4, n / 4, 3),
+                         2 * m.alpha + (tok + n) * m.beta);
+      }
+      sim_model_t m = Model(/*slice_bytes=*/4096, /*headers=*/0);
       double k = std::ceil(n / 4096.0);
-      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 2, n / 4, 1), k * m.alpha + n * m.beta);
+      EXPECT_SAME_TIME(Time(m, coll, WEFT_ALGO_RING, 2, n / 4, 1),
+                       (k + 1) * m.alpha + (tok + n) * m.beta);
     }
   }
 }

@@ -59,7 +59,9 @@ TEST(TopologyTest, EqualLinksChangeNothing) {
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t* e = algo_at(i);
     int p = 8;
-    int root = e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV ? 5 : 2;
+    bool p2p =
+        e->coll == WEFT_COLL_SEND || e->coll == WEFT_COLL_RECV || e->coll == WEFT_COLL_P2P_GROUP;
+    int root = p2p ? 5 : 2;
     sim_model_t one = Model(), equal = Model(), wide = TwoNodes();
     equal.ranks_per_node = 2;
     wide.ranks_per_node = p;
@@ -74,9 +76,11 @@ TEST(TopologyTest, EqualLinksChangeNothing) {
 TEST(TopologyTest, PointToPointWithinAndAcrossNodes) {
   sim_model_t m = TwoNodes(/*slice_bytes=*/1 << 30, /*headers=*/0);
   size_t n = 1 << 20;
-  EXPECT_SAME_TIME(Time(m, WEFT_COLL_SEND, WEFT_ALGO_RING, 8, n / 4, 3), m.alpha + n * m.beta);
+  const double tok = SIM_AGREE_BYTES;  // the token with tag and count goes first
+  EXPECT_SAME_TIME(Time(m, WEFT_COLL_SEND, WEFT_ALGO_RING, 8, n / 4, 3),
+                   2 * m.alpha + (tok + n) * m.beta);
   EXPECT_SAME_TIME(Time(m, WEFT_COLL_SEND, WEFT_ALGO_RING, 8, n / 4, 4),
-                   m.inter_alpha + n * m.inter_beta);
+                   2 * m.inter_alpha + (tok + n) * m.inter_beta);
 }
 
 // An unsliced chain pays each link once, one after another: two of them cross nodes from root 2

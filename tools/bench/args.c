@@ -200,7 +200,7 @@ static int apply(const opt_t *o, const char *value, bench_args_t *args, char *er
       if (bench_coll_parse(value, &args->coll) != 0) {
         snprintf(err, errlen,
                  "-C: unknown collective '%s' (all_reduce broadcast reduce all_gather "
-                 "reduce_scatter sendrecv barrier gather scatter)",
+                 "reduce_scatter sendrecv barrier gather scatter alltoall)",
                  value);
         return BENCH_ARGS_ERROR;
       }
@@ -341,13 +341,14 @@ void bench_args_usage(FILE *out) {
       "A benchmark of weft's collectives with the flags and output of nccl-tests.\n"
       "\n"
       "  -C, --coll <name>         all_reduce (default) broadcast reduce all_gather\n"
-      "                            reduce_scatter sendrecv barrier gather scatter\n"
+      "                            reduce_scatter sendrecv barrier gather scatter alltoall\n"
       "  -A, --algo <name>         auto (default: the cost model picks), ring, tree, ..., or\n"
       "                            all: one table per algorithm the collective has\n"
       "  -b, --minbytes <size>     smallest size (default 32M); sizes take K, M, G (x1024)\n"
       "  -e, --maxbytes <size>     largest size (default 32M); all_gather, reduce_scatter,\n"
       "                            gather and scatter size the whole gathered/scattered\n"
-      "                            buffer (gather's and scatter's at the root), as nccl-tests\n"
+      "                            buffer (gather's and scatter's at the root), alltoall one\n"
+      "                            rank's send buffer, as nccl-tests\n"
       "  -f, --stepfactor <n>      multiply the size by n (>= 2) at each step\n"
       "  -i, --stepbytes <size>    add this to the size at each step when -f is not given "
       "(default 1M)\n"

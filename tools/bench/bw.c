@@ -13,6 +13,8 @@
  *   not its own: busbw = algbw * (n-1)/n.
  * - gather, scatter (nccl-tests' gather_perf, scatter_perf): the root must receive (send) the n-1
  *   parts of size/n that are not its own, over its one link: busbw = algbw * (n-1)/n.
+ * - alltoall (nccl-tests' alltoall_perf, size = one rank's send buffer): each rank must send
+ *   the n-1 parts of size/n that are for others and receive as many: busbw = algbw * (n-1)/n.
  * - broadcast, reduce: every byte must cross into (out of) each non-root rank once, and in a
  *   pipelined chain each link carries the whole buffer once, so busbw = algbw.
  * - sendrecv: each rank sends size bytes and receives size bytes: busbw = algbw.
@@ -26,6 +28,7 @@ double bench_bw_bus_factor(bench_coll_t coll, int nranks) {
     case BENCH_REDUCE_SCATTER:
     case BENCH_GATHER:
     case BENCH_SCATTER:
+    case BENCH_ALL_TO_ALL:
       return (double)(nranks - 1) / nranks;
     case BENCH_BROADCAST:
     case BENCH_REDUCE:

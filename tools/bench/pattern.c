@@ -62,7 +62,8 @@ void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtyp
   p->lo = limits[d].lo;
   p->span = (uint64_t)limits[d].hi - (uint64_t)limits[d].lo + 1;
   p->moves = coll == BENCH_BROADCAST || coll == BENCH_ALL_GATHER || coll == BENCH_SENDRECV ||
-             coll == BENCH_BARRIER || coll == BENCH_GATHER || coll == BENCH_SCATTER;
+             coll == BENCH_BARRIER || coll == BENCH_GATHER || coll == BENCH_SCATTER ||
+             coll == BENCH_ALL_TO_ALL;
   if (p->moves || op == WEFT_MIN || op == WEFT_MAX) {
     p->mode = MODE_RANGE;
   } else if (op == WEFT_PROD) {
@@ -262,14 +263,24 @@ static uint64_t recv_first(const bench_pattern_t *p, int rank, size_t count) {
   return scatters(p) ? (uint64_t)rank * count : 0;
 }
 
+/* All-to-all: rank r sends its own sequence 0 .. n*count-1, part q to rank q; so block q of r's
+ * output is rank q's part r, and a block from the wrong rank or of the wrong part shows. */
+static int all_to_all(const bench_pattern_t *p) { return p->coll == BENCH_ALL_TO_ALL; }
+
+static void *elem_at(const bench_pattern_t *p, void *buf, size_t i) {
+  return (char *)buf + i * bench_dtype_size(p->dtype);
+}
+
 size_t bench_pattern_send_count(const bench_pattern_t *p, int rank, size_t count) {
   if (p->coll == BENCH_BARRIER || (p->coll == BENCH_SCATTER && rank != p->root)) return 0;
+  if (all_to_all(p)) return count * (size_t)p->nranks;
   return scatters(p) ? count * (size_t)p->nranks : count;
 }
 
 size_t bench_pattern_recv_count(const bench_pattern_t *p, int rank, size_t count) {
   if (p->coll == BENCH_BARRIER) return 0;
   if ((p->coll == BENCH_REDUCE || p->coll == BENCH_GATHER) && rank != p->root) return 0;
+  if (all_to_all(p)) return count * (size_t)p->nranks;
   return gathers(p) ? count * (size_t)p->nranks : count;
 }
 
@@ -281,15 +292,31 @@ void bench_pattern_fill_send(const bench_pattern_t *p, int rank, void *buf, size
 int64_t bench_pattern_expected_recv(const bench_pattern_t *p, int rank, size_t count, size_t i) {
   int src = source_rank(p, rank);
   uint64_t index = recv_first(p, rank, count) + i;
+  if (all_to_all(p) && count > 0) {
+    src = (int)(i / count);
+    index = (uint64_t)rank * count + i % count;
+  }
   return expected_at(p, index, src, cursor_at(p, src, index));
 }
 
 void bench_pattern_poison_recv(const bench_pattern_t *p, int rank, void *buf, size_t count) {
+  if (all_to_all(p)) {
+    for (int q = 0; q < p->nranks; q++)
+      poison_range(p, q, elem_at(p, buf, (size_t)q * count), (uint64_t)rank * count, count);
+    return;
+  }
   poison_range(p, source_rank(p, rank), buf, recv_first(p, rank, count),
                bench_pattern_recv_count(p, rank, count));
 }
 
 size_t bench_pattern_check_recv(const bench_pattern_t *p, int rank, const void *buf, size_t count) {
+  if (all_to_all(p)) {
+    size_t wrong = 0;
+    for (int q = 0; q < p->nranks; q++)
+      wrong += check_range(p, q, elem_at(p, (void *)buf, (size_t)q * count),
+                           (uint64_t)rank * count, count);
+    return wrong;
+  }
   return check_range(p, source_rank(p, rank), buf, recv_first(p, rank, count),
                      bench_pattern_recv_count(p, rank, count));
 }

@@ -17,36 +17,35 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* sendrecv as nccl-tests' sendrecv_perf: every rank sends to rank+1 and receives from rank-1.
- * nccl-tests issues both inside one ncclGroupStart/End so they overlap; weft has no group call,
- * and weft_call_async does not help: a communicator runs its operations one at a time in issue
- * order (comm/async.c), so an async send followed by a recv is still a send, then a recv, on
- * every rank at once, which deadlocks as soon as a message outgrows the socket buffers. Ranks
- * therefore take turns by parity: even ranks send first, odd ranks receive first. With an even
- * number of ranks that is two rounds of n/2 transfers each (and three with an odd number, where
- * the last even rank's send waits for rank 0), so a call takes about twice a single transfer:
- * the busbw column of sendrecv reads as half of what a full-duplex exchange would show. */
+/* sendrecv as nccl-tests' sendrecv_perf: every rank sends to rank+1 and receives from rank-1,
+ * both in one weft_p2p_group, as nccl-tests issues them inside one ncclGroupStart/End: the two
+ * halves overlap and no order of them can deadlock. -A names the algorithm of send and recv,
+ * which a group has as well ("ring", the only one). */
 static weft_result_t sendrecv(bench_t *b, weft_algo_t algo, const void *send, void *recv,
                               size_t count) {
   int right = (b->rank + 1) % b->nranks, left = (b->rank + b->nranks - 1) % b->nranks;
-  weft_call_t s = {WEFT_COLL_SEND, send, NULL, count, b->args.dtype, WEFT_SUM, right, algo};
-  weft_call_t r = {WEFT_COLL_RECV, NULL, recv, count, b->args.dtype, WEFT_SUM, left, algo};
-  const weft_call_t *first = b->rank % 2 == 0 ? &s : &r;
-  const weft_call_t *second = b->rank % 2 == 0 ? &r : &s;
-  weft_result_t res = weft_call(first, b->comm, b->stream);
-  return res != WEFT_SUCCESS ? res : weft_call(second, b->comm, b->stream);
+  (void)algo;
+  weft_p2p_op_t ops[2] = {{WEFT_COLL_SEND, (void *)send, count, b->args.dtype, right, 0},
+                          {WEFT_COLL_RECV, recv, count, b->args.dtype, left, 0}};
+  return weft_p2p_group(ops, 2, b->comm, b->stream);
 }
 
 const char *bench_sendrecv_note(void) {
-  return "# sendrecv: even ranks send first, odd ranks receive first (weft has no grouped "
-         "send+recv), so the two halves do not overlap\n";
+  return "# sendrecv: the send and the receive of each rank run as one group (weft_p2p_group)\n";
 }
 
 weft_result_t bench_call(bench_t *b, bench_coll_t coll, weft_algo_t algo, const void *send,
                          void *recv, size_t count) {
   if (coll == BENCH_SENDRECV) return sendrecv(b, algo, send, recv, count);
   int root = bench_coll_rooted(coll) ? b->args.root : -1;
-  weft_call_t k = {bench_coll_weft(coll), send, recv, count, b->args.dtype, b->args.op, root, algo};
+  weft_call_t k = {.coll = bench_coll_weft(coll),
+                   .sendbuf = send,
+                   .recvbuf = recv,
+                   .count = count,
+                   .dtype = b->args.dtype,
+                   .op = b->args.op,
+                   .root = root,
+                   .algo = algo};
   return weft_call(&k, b->comm, b->stream);
 }
 

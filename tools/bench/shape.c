@@ -7,7 +7,7 @@
 
 static int splits(bench_coll_t coll) {
   return coll == BENCH_ALL_GATHER || coll == BENCH_REDUCE_SCATTER || coll == BENCH_GATHER ||
-         coll == BENCH_SCATTER;
+         coll == BENCH_SCATTER || coll == BENCH_ALL_TO_ALL;
 }
 
 size_t bench_shape_granule(bench_coll_t coll, int nranks, size_t eltsize) {
@@ -25,7 +25,10 @@ bench_shape_t bench_shape(bench_coll_t coll, int nranks, size_t eltsize, size_t 
     s.count = elems / (SPLIT_ALIGN * n) * SPLIT_ALIGN;
     s.bytes = s.count * n * eltsize;
     s.has_in_place = 1;
-    if (coll == BENCH_ALL_GATHER || coll == BENCH_GATHER) {
+    if (coll == BENCH_ALL_TO_ALL) { /* weft has no in-place all-to-all */
+      s.send_count = s.recv_count = s.count * n;
+      s.has_in_place = 0;
+    } else if (coll == BENCH_ALL_GATHER || coll == BENCH_GATHER) {
       s.send_count = s.count;
       s.recv_count = s.count * n;
       s.send_offset = s.count;

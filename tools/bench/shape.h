@@ -23,6 +23,7 @@ extern "C" {
  *   barrier         0               0                0      0      none
  *   gather          S (root's)      S/e/n, 4-align   c      n c    send = recv + r c
  *   scatter         S (root's)      S/e/n, 4-align   n c    c      recv = send + r c
+ *   alltoall        S (one rank's)  S/e/n, 4-align   n c    n c    none (c per peer)
  *
  * The count is what weft's call takes (all_gather's and gather's sendcount, reduce_scatter's and
  * scatter's recvcount). nccl-tests rounds the per-rank count of these four down to a multiple of

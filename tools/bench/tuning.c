@@ -5,9 +5,9 @@
  * A ring shift (every rank sends m bytes to its right neighbour and receives m from its left one,
  * at once) is measured as a ring all-gather of m bytes per rank: that is p-1 shifts back to back,
  * run by the library's own ring schedule with send and receive overlapped, so one shift takes
- * t / (p-1) = alpha + m beta. weft-bench's sendrecv cannot stand in for it: weft has no grouped
- * send+recv, so its halves take turns (runner.c). Only if the build lacks a ring all-gather are
- * those turns used, counted as two transfers per call. tune.h says how the fit works. */
+ * t / (p-1) = alpha + m beta. Only if the build lacks a ring all-gather is weft-bench's sendrecv
+ * used instead: one grouped send and receive per rank (runner.c), one shift per call. tune.h
+ * says how the fit works. */
 #include <stdio.h>
 #include <time.h>
 
@@ -58,7 +58,6 @@ static weft_result_t time_shift(bench_t *b, size_t bytes, int ring_allgather, do
     us /= b->nranks - 1;
   } else {
     res = time_best(b, BENCH_SENDRECV, WEFT_ALGO_AUTO, &sh, &us);
-    us /= 2;
   }
   *seconds = us * 1e-6;
   return res;
@@ -118,7 +117,7 @@ static void print_fit(const bench_t *b, const bench_tune_t *t, const bench_sampl
       "shifts of %zu B .. %zu MiB%s\n",
       REPEATS, shift_sizes[0], shift_sizes[NUM_SHIFTS - 1] >> 20,
       ring_allgather ? " (ring all_gather, time / (p-1))"
-                     : " (sendrecv in turns, time / 2: no ring all_gather in this build)");
+                     : " (grouped sendrecv: no ring all_gather in this build)");
   if (gamma_fitted) {
     printf("# gamma: ring all_reduce of %zu .. %zu MiB minus its alpha-beta part\n",
            reduce_sizes[0] >> 20, reduce_sizes[NUM_REDUCES - 1] >> 20);
@@ -222,7 +221,7 @@ weft_result_t bench_tune(bench_t *b) {
   /* sendrecv is left out: it has one algorithm and nothing to choose. */
   static const bench_coll_t colls[] = {BENCH_ALL_REDUCE, BENCH_BROADCAST,      BENCH_REDUCE,
                                        BENCH_ALL_GATHER, BENCH_REDUCE_SCATTER, BENCH_BARRIER,
-                                       BENCH_GATHER,     BENCH_SCATTER};
+                                       BENCH_GATHER,     BENCH_SCATTER,        BENCH_ALL_TO_ALL};
   bench_crossover_stats_t stats = {0, 0, 0.0};
   if (b->rank == 0) {
     char line[512];

@@ -44,6 +44,7 @@ static const struct {
     [BENCH_BARRIER] = {"barrier", NULL, WEFT_COLL_BARRIER},
     [BENCH_GATHER] = {"gather", NULL, WEFT_COLL_GATHER},
     [BENCH_SCATTER] = {"scatter", NULL, WEFT_COLL_SCATTER},
+    [BENCH_ALL_TO_ALL] = {"alltoall", "all_to_all", WEFT_COLL_ALL_TO_ALL},
 };
 
 static int coll_ok(bench_coll_t coll) { return (unsigned)coll < BENCH_NUM_COLLS; }

@@ -21,7 +21,8 @@ typedef enum {
   BENCH_BARRIER = 6,
   BENCH_GATHER = 7,
   BENCH_SCATTER = 8,
-  BENCH_NUM_COLLS = 9
+  BENCH_ALL_TO_ALL = 9, /* nccl-tests' alltoall */
+  BENCH_NUM_COLLS = 10
 } bench_coll_t;
 
 /* The names nccl-tests prints ("half", "float", ...); NULL for an unknown value. */
@@ -32,8 +33,8 @@ const char *bench_coll_name(bench_coll_t coll);
 /* Accepts the names above plus the aliases float16, float32, float64. Returns 0 or -1. */
 int bench_dtype_parse(const char *name, weft_dtype_t *dtype);
 int bench_op_parse(const char *name, weft_op_t *op);
-/* all_reduce, broadcast, reduce, all_gather, reduce_scatter, sendrecv, barrier, gather, scatter;
- * also without the underscore (allreduce, ...) and bcast. */
+/* all_reduce, broadcast, reduce, all_gather, reduce_scatter, sendrecv, barrier, gather, scatter,
+ * alltoall; also without the underscore (allreduce, ...), all_to_all and bcast. */
 int bench_coll_parse(const char *name, bench_coll_t *coll);
 
 /* The weft operation that carries it (sendrecv: WEFT_COLL_SEND, paired with a WEFT_COLL_RECV). */

@@ -127,7 +127,7 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
       if (parse_coll(v, at) == 0) break;
       snprintf(err, errlen,
                "%s: unknown collective '%s' (all_reduce broadcast reduce all_gather "
-               "reduce_scatter barrier send recv gather scatter)",
+               "reduce_scatter barrier send recv gather scatter all_to_all all_to_allv)",
                flag, v);
       return SIMCLI_ERROR;
     case K_ALGO:
@@ -194,7 +194,8 @@ static int check(simcli_t *o, char *err, size_t errlen) {
            SIMCLI_ERROR;
   if (o->root >= o->nranks)
     return snprintf(err, errlen, "-r %d: only %d ranks", o->root, o->nranks), SIMCLI_ERROR;
-  if ((o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV) && (o->nranks < 2 || o->root == 0))
+  if ((o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV || o->coll == WEFT_COLL_P2P_GROUP) &&
+      (o->nranks < 2 || o->root == 0))
     return snprintf(err, errlen, "%s: rank 0 sends to -r, which must be in 1..p-1 (needs p >= 2)",
                     weft_coll_name(o->coll)),
            SIMCLI_ERROR;
@@ -245,7 +246,9 @@ int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size
 
 int simcli_root(const simcli_t *o) {
   if (o->root >= 0) return o->root;
-  return o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV ? o->nranks - 1 : 0;
+  return o->coll == WEFT_COLL_SEND || o->coll == WEFT_COLL_RECV || o->coll == WEFT_COLL_P2P_GROUP
+             ? o->nranks - 1
+             : 0;
 }
 
 void simcli_usage(FILE *out) {

@@ -13,11 +13,14 @@ double simrep_bus_factor(weft_coll_t coll, int p) {
     case WEFT_COLL_REDUCE_SCATTER:
     case WEFT_COLL_GATHER:
     case WEFT_COLL_SCATTER:
+    case WEFT_COLL_ALL_TO_ALL:
+    case WEFT_COLL_ALL_TO_ALLV:
       return (double)(p - 1) / p;
     case WEFT_COLL_BROADCAST:
     case WEFT_COLL_REDUCE:
     case WEFT_COLL_SEND:
     case WEFT_COLL_RECV:
+    case WEFT_COLL_P2P_GROUP:
       return 1;
     default:
       return 0;
@@ -29,9 +32,11 @@ simrep_shape_t simrep_shape(weft_coll_t coll, int nranks, size_t esize, size_t b
   if (coll == WEFT_COLL_BARRIER) return sh;
   size_t count = bytes / esize;
   if (coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_REDUCE_SCATTER ||
-      coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER) {
+      coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER || coll == WEFT_COLL_ALL_TO_ALL ||
+      coll == WEFT_COLL_ALL_TO_ALLV) {
     /* nccl-tests: every rank contributes count / p elements; the size is what they add up to
-     * (gather and scatter: the root's whole buffer). */
+     * (gather and scatter: the root's whole buffer; all_to_all: one rank's sendbuf, count / p
+     * elements for each peer). */
     sh.sched_count = count / (size_t)nranks;
     count = sh.sched_count * (size_t)nranks;
   } else {

@@ -13,12 +13,13 @@ extern "C" {
 #endif
 
 /* nccl-tests' busbw / algbw (PERFORMANCE.md): all_reduce 2(p-1)/p, all_gather, reduce_scatter,
- * gather and scatter (p-1)/p, broadcast, reduce, send and recv 1; barrier moves no data: 0. */
+ * gather, scatter and all_to_all (p-1)/p, broadcast, reduce, send and recv 1; barrier moves no data: 0. */
 double simrep_bus_factor(weft_coll_t coll, int nranks);
 
 /* One row's shape: `bytes` (nccl-tests' size) rounded down to what the collective can move,
  * the count nccl-tests prints (elements of the whole buffer), and the count a schedule builder
- * takes (per rank for all_gather, reduce_scatter, gather and scatter, as weft.h). */
+ * takes (per rank for all_gather, reduce_scatter, gather and scatter, per peer for all_to_all, as
+ * weft.h). */
 typedef struct {
   size_t bytes, count, sched_count;
 } simrep_shape_t;

@@ -35,6 +35,8 @@ extern "C" {
 
 /* executor.c's HDR_BYTES: the call description every ring collective sends first. */
 #define SIM_HDR_BYTES 40
+/* executor.c's AGREE_BYTES: a token with values two ranks agree on (all_to_allv, p2p). */
+#define SIM_AGREE_BYTES 32
 
 typedef struct {
   double alpha, beta;             /* seconds per message, per byte, between ranks of one node */

@@ -36,7 +36,8 @@ static int is_send(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_T
 
 double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j) {
   const sched_op_t *op = &r->s.ops[oi];
-  if (is_token(op->kind)) return 1;
+  /* executor.c: a token that carries values to agree on is SIM_AGREE_BYTES, a bare one 1. */
+  if (is_token(op->kind)) return op->agree.on ? SIM_AGREE_BYTES : 1;
   size_t left = op->count - j * w->slice_elems;
   return (double)((left < w->slice_elems ? left : w->slice_elems) * w->esize);
 }
@@ -59,7 +60,8 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
                                          const sched_args_t *args) {
   sched_args_t a = *args;
   weft_coll_t coll = c->coll;
-  if (coll == WEFT_COLL_SEND || coll == WEFT_COLL_RECV) {
+  /* A p2p group runs as its simplest case, one send: the same tokens and data. */
+  if (coll == WEFT_COLL_SEND || coll == WEFT_COLL_RECV || coll == WEFT_COLL_P2P_GROUP) {
     coll = rank == 0 ? WEFT_COLL_SEND : WEFT_COLL_RECV;
     a.coll = coll;
     a.root = rank == 0 ? c->root : 0;
@@ -83,7 +85,8 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
 /* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
  * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
 static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {c->coll, rank, c->nranks, c->count, c->root, 0, NULL, 0, 0};
+  sched_args_t a = {
+      .coll = c->coll, .rank = rank, .nranks = c->nranks, .count = c->count, .root = c->root};
   int rpn = w->m->ranks_per_node;
   int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
   if (node_of) {
@@ -91,8 +94,23 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
     a.node_of = node_of;
     a.nnodes = (c->nranks + rpn - 1) / rpn;
   }
+  /* all_to_allv runs with even splits: count per pair, parts end to end. */
+  size_t *even =
+      c->coll == WEFT_COLL_ALL_TO_ALLV ? malloc(sizeof(size_t) * 2 * (size_t)c->nranks) : NULL;
+  if (even) {
+    for (int j = 0; j < c->nranks; j++) {
+      even[j] = c->count;
+      even[c->nranks + j] = (size_t)j * c->count;
+    }
+    a.send_counts = a.recv_counts = even;
+    a.send_displs = a.recv_displs = even + c->nranks;
+  } else if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
+    free(node_of);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  }
   weft_result_t res = build_schedule_with(w, c, rank, &a);
   free(node_of);
+  free(even);
   return res;
 }
 
@@ -171,7 +189,8 @@ static weft_result_t check_call(const sim_call_t *c) {
                     "%s has no '%s' algorithm in this build (it has: %s)", weft_coll_name(c->coll),
                     weft_algo_name(c->algo), have[0] ? have : "none");
   }
-  int p2p = c->coll == WEFT_COLL_SEND || c->coll == WEFT_COLL_RECV;
+  int p2p =
+      c->coll == WEFT_COLL_SEND || c->coll == WEFT_COLL_RECV || c->coll == WEFT_COLL_P2P_GROUP;
   if (p2p && (c->nranks < 2 || c->root < 1 || c->root >= c->nranks))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s: rank 0 sends to the root, which must be in 1..%d (got %d of %d ranks)",

@@ -234,6 +234,159 @@ def check_scatter(c):
                               np.arange(3 * rank, 3 * rank + 3) * (root + 1)), (root, buf)
 
 
+def check_all_to_all(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    for algo in (None, "pairwise", "bruck"):
+        for n in (0, 1, 3, 1000):
+            for dt in (np.int64, np.float32, np.uint8):
+                # Element k of the block rank r sends to rank j names (r, j, k), modulo what the
+                # dtype holds, so that a block from the wrong rank or for the wrong rank shows.
+                j, k = np.divmod(np.arange(size * n), n) if n else (np.zeros(0), np.zeros(0))
+                send = ((rank * 31 + j * 7 + k) % 97).astype(dt)
+                out = np.full(size * n, 255, dt)
+                assert comm.all_to_all(send, out, algo=algo) is out
+                i = j  # block i of out came from rank i, and was its block `rank`
+                want = ((i * 31 + rank * 7 + k) % 97).astype(dt)
+                assert np.array_equal(out, want), (algo, n, dt, out[:8], want[:8])
+    send = np.arange(4 * size, dtype=np.float64) + 1000 * rank
+    out = np.zeros(4 * size)
+    req = comm.all_to_all(send, out, async_op=True)
+    assert req.wait() is out
+    assert np.array_equal(out[4 * rank:4 * rank + 4], send[4 * rank:4 * rank + 4])
+
+
+def check_all_to_allv(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+
+    def part(i, j, n):  # what rank i sends rank j: 0 .. 3n/2 elements, differing each way
+        return n * ((i + 2 * j + n) % 4) // 2
+
+    for n in (0, 1, 5, 300):
+        for dt in (np.int32, np.float64, np.uint8):
+            sc = [part(rank, j, n) for j in range(size)]
+            rc = [part(i, rank, n) for i in range(size)]
+            send = np.concatenate([((rank * 37 + j * 11 + np.arange(sc[j])) % 100).astype(dt)
+                                   for j in range(size)])
+            want = np.concatenate([((i * 37 + rank * 11 + np.arange(rc[i])) % 100).astype(dt)
+                                   for i in range(size)])
+            out = np.full(sum(rc), 255, dt)
+            assert comm.all_to_allv(send, sc, out, rc) is out
+            assert np.array_equal(out, want), (n, dt, out[:8], want[:8])
+            # Explicit displacements: parts in reverse rank order, a gap after each.
+            rd, at = [0] * size, 0
+            for i in reversed(range(size)):
+                rd[i], at = at, at + rc[i] + 1
+            out = np.full(at, 255, dt)
+            req = comm.all_to_allv(send, sc, out, rc, recv_displs=rd, async_op=True)
+            assert req.wait() is out
+            for i in range(size):
+                got = out[rd[i]:rd[i] + rc[i]]
+                assert np.array_equal(got, want[sum(rc[:i]):sum(rc[:i + 1])]), (i, got)
+                assert out[rd[i] + rc[i]] == 255, "a gap was written"
+
+
+def check_mismatch_all_to_allv(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    # Rank 0 sends rank 1 three elements, rank 1 expects two: both fail, naming both.
+
+    def call(d):
+        sc, rc = [1] * d.size, [1] * d.size
+        if d.rank == 0:
+            sc[1] = 3
+        if d.rank == 1:
+            rc[0] = 2
+        d.all_to_allv(np.ones(sum(sc), np.int32), sc, np.zeros(sum(rc), np.int32), rc)
+
+    # Ranks 0 and 1 alone, on a communicator of their own that the failure may take down.
+    d = comm.split(0 if comm.rank < 2 else None)
+    if d is None:
+        return
+    try:
+        try:
+            call(d)
+        except weft.WeftError as e:
+            assert e.code == weft.Result.MISMATCH, e
+            assert "rank 0 sends 3 elements to rank 1" in e.message, e.message
+            assert "expects 2" in e.message, e.message
+        else:
+            raise AssertionError("a mismatched all_to_allv returned")
+    finally:
+        d.abort()
+
+
+def check_p2p_group(c):
+    comm = c["comm"]
+    size, rank = comm.size, comm.rank
+    if size < 2:
+        raise Skip("needs 2 ranks")
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    # Every rank sends first to both neighbours, then receives, in one group: no turn-taking, at
+    # sizes past any socket buffer. With two ranks both neighbours are one peer: tags tell apart.
+    for n in (0, 1, 1 << 20):
+        a, b = np.full(n, rank, np.int32), np.full(n, 100 + rank, np.float64)
+        from_prv, from_nxt = np.full(n, -1, np.int32), np.full(n, -1.0)
+        ops = [weft.P2POp("send", a, nxt, tag=1), weft.P2POp("send", b, prv, tag=2),
+               weft.P2POp("recv", from_prv, prv, tag=1), weft.P2POp("recv", from_nxt, nxt, tag=2)]
+        assert comm.p2p_group(ops) is None
+        assert (from_prv == prv).all() and (from_nxt == 100 + nxt).all(), (n, from_prv[:4])
+    # Tags pair ops whatever order each side lists them in; async as a Request.
+    tags = [5, 1, 3]
+    sends = [weft.P2POp("send", np.full(t, 10 * rank + t, np.int64), nxt, tag=t) for t in tags]
+    outs = {t: np.zeros(t, np.int64) for t in tags}
+    recvs = [weft.P2POp("recv", outs[t], prv, tag=t) for t in sorted(tags, reverse=True)]
+    req = comm.p2p_group(sends + recvs, async_op=True)
+    req.wait()
+    for t in tags:
+        assert (outs[t] == 10 * prv + t).all(), (t, outs[t])
+    # send/recv take a tag; a group of one each.
+    if rank == 0:
+        comm.send(np.arange(3, dtype=np.int32), 1, tag=4)
+    elif rank == 1:
+        got = comm.recv(np.zeros(3, np.int32), 0, tag=4)
+        assert np.array_equal(got, np.arange(3)), got
+    with pytest_raises(ValueError, "'send' or 'recv'"):
+        weft.P2POp("sned", a, nxt)
+
+
+def pytest_raises(exc, text):
+    class _Ctx:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, et, e, tb):
+            if et is None:
+                raise AssertionError(f"no {exc.__name__} raised")
+            assert issubclass(et, exc) and text in str(e), (et, e)
+            return True
+    return _Ctx()
+
+
+def check_mismatch_tag(c):
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    d = comm.split(0 if comm.rank < 2 else None)
+    try:
+        if d is not None and d.rank == 0:
+            d.send(np.ones(4, np.float32), 1, tag=1)
+        elif d is not None:
+            try:
+                d.recv(np.zeros(4, np.float32), 0, tag=2)
+            except weft.WeftError as e:
+                assert e.code == weft.Result.MISMATCH, e
+                assert "tag 1" in e.message and "tag 2" in e.message, e.message
+            else:
+                raise AssertionError("a receive with another tag returned")
+    finally:
+        comm.barrier()  # the sender gives up its communicator only once the receiver has looked
+        if d is not None:
+            d.abort()
+
+
 def check_barrier(c):
     comm = c["comm"]
     for _ in range(3):
@@ -465,6 +618,9 @@ def check_local_argument_errors(c):
         (lambda: comm.scatter(None, np.ones(2), root=comm.rank), ValueError,
          "root needs a sendbuf"),
         (lambda: comm.gather(np.ones(2), np.ones(2), root=comm.size + 3), weft.WeftError, "root"),
+        (lambda: comm.all_to_all(np.ones(2 * comm.size), np.ones(2 * comm.size + 1)), ValueError,
+         "all_to_all"),
+        (lambda b=np.ones(2 * comm.size): comm.all_to_all(b, b), weft.WeftError, "overlap"),
         (lambda: comm.all_reduce(np.ones(2, np.int16)), TypeError, "int16"),
         (lambda: comm.all_reduce(np.ones(2, np.complex64)), TypeError, "complex64"),
         (lambda: comm.all_reduce(np.ones((4, 4))[:, 1]), ValueError, "contiguous"),
