@@ -27,11 +27,13 @@ class Net(nn.Module):
         return self.head(self.body(x))
 
 
-def train(group, rank, *, unused_branch=False, accumulate=False, **ddp_kwargs):
+def train(group, rank, *, unused_branch=False, accumulate=False, hook=None, **ddp_kwargs):
     torch.manual_seed(1234)  # the same initial model on every rank and for every backend
     model = Net(unused_branch)
     ddp = nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=0.004,
                                               **ddp_kwargs)
+    if hook is not None:  # a Python comm hook: the future it returns goes back into C++
+        ddp.register_comm_hook(group or dist.distributed_c10d._get_default_group(), hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     for step in range(STEPS):
         g = torch.Generator().manual_seed(1000 * step + rank)  # each rank its own batch
@@ -88,6 +90,18 @@ def check_ddp_unused_parameters_bucket_views(c):
 
 def check_ddp_no_sync_accumulation(c):
     compare(c, accumulate=True)
+
+
+def check_ddp_allreduce_hook(c):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    compare(c, hook=default_hooks.allreduce_hook)
+
+
+def check_ddp_fp16_compress_hook(c):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    compare(c, hook=default_hooks.fp16_compress_hook)
 
 
 def check_works_released(c):
