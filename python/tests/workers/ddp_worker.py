@@ -50,7 +50,7 @@ def train(group, rank, *, unused_branch=False, accumulate=False, hook=None, **dd
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def compare(c, **kw):
+def compare(c, tol=(1e-5, 1e-6), **kw):
     a = train(None, c["rank"], **kw)  # the default group: weft
     b = train(c["gloo"], c["rank"], **kw)
     exact = c["size"] <= 2
@@ -58,7 +58,8 @@ def compare(c, **kw):
         if exact:
             assert torch.equal(a[k], b[k]), (k, (a[k] - b[k]).abs().max())
         else:
-            assert torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), (k, (a[k] - b[k]).abs().max())
+            assert torch.allclose(a[k], b[k], rtol=tol[0], atol=tol[1]), (
+                k, (a[k] - b[k]).abs().max())
     # Training moved the model, and every rank holds the same one (what DDP promises).
     fresh = train_free_state()
     assert any(not torch.equal(a[k], fresh[k]) for k in a if a[k].is_floating_point())
@@ -101,7 +102,9 @@ def check_ddp_allreduce_hook(c):
 def check_ddp_fp16_compress_hook(c):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    compare(c, hook=default_hooks.fp16_compress_hook)
+    # At 3 ranks the float16 sums round once more or less than gloo's, in another order: to
+    # float16's precision, not float32's.
+    compare(c, tol=(1e-3, 1e-4), hook=default_hooks.fp16_compress_hook)
 
 
 def check_works_released(c):

@@ -566,7 +566,9 @@ def _op(opts, t, what):
                             f"got {t.dtype}")
         factor = getattr(reduce_op, "factor", None)
         if factor is None:
-            raise ValueError(f"weft: {what}: PREMUL_SUM without a factor")
+            raise ValueError(f"weft: {what}: ReduceOp.PREMUL_SUM is not supported on torch "
+                             f"{torch.__version__}, which does not show its factor to a Python "
+                             f"backend (torch 2.x does); multiply, then use SUM")
         if isinstance(factor, torch.Tensor):
             factor = factor.to(device=t.device, dtype=t.dtype)
         return tz.weft_op(dist.ReduceOp.SUM, t, what), factor
