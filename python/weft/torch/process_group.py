@@ -7,19 +7,22 @@ pg.all_gather_single on 2.13, pg._allgather_base on 1.13) and, through pybind's 
 _c10d_functional ops behind DTensor and FSDP2. Every operation is asynchronous underneath (see
 completion.py); async_op=False is torch waiting on the Work at once.
 
-Why Python and not a C++ c10d::Backend (measured on torch 2.13, 2 ranks on one host; see
-results/2026-11-25-torch2/): the trampoline serves everything torch's C++ callers need from
-weft here. DDP (default hook, allreduce_hook, fp16_compress_hook), the functional collectives
-(all_reduce, all_gather_tensor, reduce_scatter_tensor, all_to_all_single), DTensor's redistribute
-and FSDP2's fully_shard all run through it once the group answers getGroupName/setGroupName
-(without them torch 2.13 cannot name the group and every functional collective fails with
-"ProcessGroup name not set") and _get_backend (FSDP2 asks the backend whether it allocates
-tensors; batch_isend_irecv and device_id= ask about coalescing and splitting). A Python call
-costs a few microseconds over a C++ one, which is small beside a collective over sockets or
-shared memory, while a C++ extension would have to be compiled against each torch generation's
-headers and ABI (1.13 and 2.x differ in both), on every machine that installs weft. The cost of
-the Python route: batch_isend_irecv does not coalesce (torch coalesces only for a C++
-ProcessGroup), so its sends and receives are issued one by one, each asynchronously; and an
+Why Python and not a C++ c10d::Backend. Evidence, from probing torch 2.13 at 2 ranks: its
+PyProcessGroup trampoline forwards to Python getGroupName/setGroupName, allreduce(_coalesced),
+allgather, all_gather_single_coalesced, reduce_scatter(_single_coalesced), all_to_all_single,
+broadcast, barrier, send and recv (each new name falling back to the old one), and torch's Python
+functions call the rest (all_gather_single, reduce_scatter_single, gather, scatter, alltoall,
+_get_backend) on the object directly. With getGroupName/setGroupName here (without them torch 2.13
+cannot name the group, and every functional collective, DTensor and FSDP2 fail with "ProcessGroup
+name not set") and _get_backend (FSDP2 asks the backend whether it allocates tensors;
+batch_isend_irecv and device_id= ask about coalescing and splitting), DDP with and without comm
+hooks, the functional collectives, DTensor's redistribute and FSDP2's fully_shard all run and
+match gloo (python/tests/test_torch2.py, test_ddp.py). A C++ extension would have to be compiled
+against each torch generation's headers and C++ ABI (1.13 and 2.x differ in both) on every
+machine that installs weft, for no operation the Python route lacks. What the Python route costs:
+the Python work per call (this module, completion.py's thread hand-off), measured against gloo
+in results/2026-11-25-torch2/; batch_isend_irecv does not coalesce (torch coalesces only for a
+C++ ProcessGroup), so its sends and receives are issued one by one, each asynchronously; and an
 exception raised while C++ calls a method can be lost, so every method turns its errors into a
 failed Work (see _guard) whose wait() and future raise them.
 
