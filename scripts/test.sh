@@ -44,19 +44,20 @@ run --config=tsan //tests/device_mp:device_mp_test \
 # static CUDA runtime linked in).
 run --config=nocuda //tests/build:all //tests/errors:all //tests/abi:all
 
-# The Python package and the torch.distributed backend: each pytest test counts as one.
+# The Python package and the torch.distributed backend, on torch 1.13 and 2.x: each pytest test
+# counts as one, in both runs (each ends with pytest's summary line: "3 failed, 40 passed, 2
+# skipped in 80.1s").
 run_python() {
   local log
   log=$(mktemp)
   echo "== scripts/test-python.sh"
-  scripts/test-python.sh 2>&1 | tee "$log" | grep -E "^(FAILED|ERROR)|passed|failed|error"
+  scripts/test-python.sh 2>&1 | tee "$log" | grep -E "^== pytest|^(FAILED|ERROR)|passed|failed|error"
   local status=${PIPESTATUS[0]}
-  local summary p f
-  summary=$(grep -E "^=* ?[0-9]+ (passed|failed|error)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -1)
-  p=$(echo "$summary" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+" || true)
-  f=$(echo "$summary" | grep -oE "[0-9]+ (failed|errors?)" | grep -oE "[0-9]+" |
+  local summaries p f
+  summaries=$(grep -E "^=* ?[0-9]+ (passed|failed|errors?|skipped|deselected).* in [0-9.]+s" "$log" || true)
+  p=$(echo "$summaries" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+" | awk '{s += $1} END {print s + 0}')
+  f=$(echo "$summaries" | grep -oE "[0-9]+ (failed|errors?)" | grep -oE "[0-9]+" |
     awk '{s += $1} END {print s + 0}')
-  p=${p:-0}
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # a build or install error fails it too
   passed=$((passed + p))
   failed=$((failed + f))

@@ -47,18 +47,12 @@ def weft_backend_missing():
 
 
 def torchrun_args():
-    """torch 1.13's torchrun fails on Python >= 3.11 before starting any worker ("'NoneType' object
-    has no attribute 'get'": its Std.from_str("0") finds no member in an IntFlag that 3.11 no
-    longer iterates with its zero value; fixed in torch 2.0). Asking for stdout to be teed works
-    around it."""
-    import importlib.metadata as md  # no torch import: the version is in the package metadata
-    try:
-        major = int(md.version("torch").split(".")[0])
-    except Exception:
-        major = 2
-    if major < 2 and sys.version_info >= (3, 11):
-        return ["--redirects", "1", "--tee", "1"]
-    return []
+    """torchrun tees each worker's stdout and prefixes its lines ("[default0]:"). Without it the
+    two ranks write into one pipe and a line of one can land inside a line of the other (print
+    writes the text and the newline separately), which breaks the per-rank lines checked below.
+    torch 1.13's torchrun also needs it on Python >= 3.11: without --redirects it fails before
+    starting any worker ("'NoneType' object has no attribute 'get'", fixed in torch 2.0)."""
+    return ["--redirects", "1", "--tee", "1"]
 
 
 def free_port():

@@ -126,6 +126,12 @@ class Completion:
         work._complete(result, None)
         return work
 
+    def failed(self, error, what):
+        """A Work that failed before anything was issued (see process_group._guard)."""
+        work = WeftWork(self.keeper, what)
+        work._complete(None, error)
+        return work
+
     def stop(self, timeout_s):
         """Lets the thread finish what was submitted, then leave."""
         self._queue.put(_STOP)

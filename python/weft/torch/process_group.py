@@ -1,13 +1,39 @@
 """process_group.py -- ProcessGroupWeft: torch.distributed's "weft" backend, on CPU tensors.
 
-A Python subclass of torch.distributed.ProcessGroup: torch 1.13 and 2.x both call its methods from
-Python (dist.all_reduce -> pg.allreduce) and, through pybind's trampoline, from C++ (DDP). Every
-operation is asynchronous underneath (see completion.py); async_op=False is torch waiting on the
-Work at once.
+A Python subclass of torch.distributed.ProcessGroup, on torch 1.13 and 2.x alike. torch calls its
+methods from Python (dist.all_reduce -> pg.allreduce, dist.all_gather_into_tensor ->
+pg.all_gather_single on 2.13, pg._allgather_base on 1.13) and, through pybind's trampoline
+(PyProcessGroup), from C++: DDP's reducer (allreduce, broadcast, get_future) and the
+_c10d_functional ops behind DTensor and FSDP2. Every operation is asynchronous underneath (see
+completion.py); async_op=False is torch waiting on the Work at once.
+
+Why Python and not a C++ c10d::Backend. Evidence, from probing torch 2.13 at 2 ranks: its
+PyProcessGroup trampoline forwards to Python getGroupName/setGroupName, allreduce(_coalesced),
+allgather, all_gather_single_coalesced, reduce_scatter(_single_coalesced), all_to_all_single,
+broadcast, barrier, send and recv (each new name falling back to the old one), and torch's Python
+functions call the rest (all_gather_single, reduce_scatter_single, gather, scatter, alltoall,
+_get_backend) on the object directly. With getGroupName/setGroupName here (without them torch 2.13
+cannot name the group, and every functional collective, DTensor and FSDP2 fail with "ProcessGroup
+name not set") and _get_backend (FSDP2 asks the backend whether it allocates tensors;
+batch_isend_irecv and device_id= ask about coalescing and splitting), DDP with and without comm
+hooks, the functional collectives, DTensor's redistribute and FSDP2's fully_shard all run and
+match gloo (python/tests/test_torch2.py, test_ddp.py). A C++ extension would have to be compiled
+against each torch generation's headers and C++ ABI (1.13 and 2.x differ in both) on every
+machine that installs weft, for no operation the Python route lacks. What the Python route costs:
+the Python work per call (this module, completion.py's thread hand-off), measured against gloo
+in results/2026-11-25-torch2/; batch_isend_irecv does not coalesce (torch coalesces only for a
+C++ ProcessGroup), so its sends and receives are issued one by one, each asynchronously; and an
+exception raised while C++ calls a method can be lost, so every method turns its errors into a
+failed Work (see _guard) whose wait() and future raise them.
 
 Tensors that are not contiguous go through a contiguous copy (copied back on completion); list
-forms (all_gather into a list, reduce_scatter from a list) go through one flat staging tensor.
+forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
+flat staging tensor, so each is one weft operation.
 """
+import functools
+import inspect
+import os
+import threading
 import weakref
 
 import torch
@@ -20,12 +46,34 @@ BACKEND_NAME = "weft"
 # How long shutdown lets queued operations finish before leaving them to the daemon thread.
 _STOP_TIMEOUT_S = 60
 
+def _guard(what):
+    """Makes a method's error the Work's: C++ callers (DDP's reducer, the functional ops) may call
+    a method from a thread that drops a Python exception, so a method never raises; its Work
+    fails with the error instead, and wait() or the future raise it with its own type. torch's
+    Python functions wait at once when async_op=False, so there the error is raised by the call
+    as before."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception as e:  # noqa: BLE001 -- handed to the caller through the Work
+                return self._completion.failed(e, what)
+
+        return method
+
+    return wrap
+
 
 class ProcessGroupWeft(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout=None):
         super().__init__(rank, size)
-        self._comm = bootstrap.connect(store, rank, size)
+        self._timeout_s = _seconds(timeout)
+        self._comm = _connect(store, rank, size, self._timeout_s)
         self._completion = Completion(f"weft-pg-rank{rank}")
+        self._group_name = ""
+        self._group_desc = ""
         # Closes the communicator when the group is collected or the interpreter exits, whichever
         # comes first; holds no reference to self.
         self._closer = weakref.finalize(self, _close, self._comm, self._completion, False)
@@ -34,6 +82,25 @@ class ProcessGroupWeft(dist.ProcessGroup):
 
     def getBackendName(self):
         return BACKEND_NAME
+
+    # torch 2.x names every group (pg._set_group_name) and its functional collectives find the
+    # group by that name; the trampoline forwards both to Python, so the name lives here.
+    def getGroupName(self):
+        return self._group_name
+
+    def setGroupName(self, name):
+        self._group_name = name
+
+    def getGroupDesc(self):
+        return self._group_desc
+
+    def setGroupDesc(self, desc):
+        self._group_desc = desc
+
+    def _get_backend(self, device=None):
+        """What torch 2.x asks a group's per-device backend (batch_isend_irecv, device_id=,
+        FSDP2's allocator): weft is its own backend and does none of the optional extras."""
+        return _BackendInfo(self)
 
     @property
     def comm(self):
@@ -51,24 +118,36 @@ class ProcessGroupWeft(dist.ProcessGroup):
         self._closer.detach()
         _close(self._comm, self._completion, True)
 
+    def monitored_barrier(self, opts=None, wait_all_ranks=False):
+        raise RuntimeError("weft: monitored_barrier is not supported (torch implements it for "
+                           "gloo only); use barrier(), which fails within the group's timeout "
+                           "naming the rank that did not arrive")
+
     # ---- collectives -------------------------------------------------------------------------
 
+    @_guard("all_reduce")
     def allreduce(self, tensors, opts=None):
         t = tz.single(tensors, "all_reduce")
-        op = tz.weft_op(_reduce_op(opts), t, "all_reduce")
+        op, factor = _op(opts, t, "all_reduce")
         io = _Staged(t, "all_reduce")
+        if factor is not None:
+            io.c.mul_(factor)  # in place anyway: the result overwrites it
         req = self._comm.all_reduce(io.buffer, op=op, async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
+    @_guard("all_reduce_coalesced")
     def allreduce_coalesced(self, tensors, opts=None):
         tensors = list(tensors)
         if not tensors:
             return self._completion.completed([], "all_reduce_coalesced")
-        op = tz.weft_op(_reduce_op(opts), tensors[0], "all_reduce_coalesced")
+        op, factor = _op(opts, tensors[0], "all_reduce_coalesced")
         flat = _Flat(tensors, "all_reduce_coalesced")
+        if factor is not None:
+            flat.flat.mul_(factor)
         req = self._comm.all_reduce(flat.buffer, op=op, async_op=True)
         return self._completion.submit(req, flat.scatter_back, tensors)
 
+    @_guard("broadcast")
     def broadcast(self, tensors, opts=None):
         t = tz.single(tensors, "broadcast")
         root = _root(opts, "broadcast")
@@ -76,13 +155,17 @@ class ProcessGroupWeft(dist.ProcessGroup):
         req = self._comm.broadcast(io.buffer, root=root, async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
+    @_guard("reduce")
     def reduce(self, tensors, opts=None):
         t = tz.single(tensors, "reduce")
-        op = tz.weft_op(_reduce_op(opts), t, "reduce")
+        op, factor = _op(opts, t, "reduce")
         io = _Staged(t, "reduce")
+        if factor is not None:
+            io.c.mul_(factor)
         req = self._comm.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
+    @_guard("all_gather")
     def allgather(self, output_tensors, input_tensors, opts=None):
         inp = tz.single(input_tensors, "all_gather")
         outs = list(_one_list(output_tensors, "all_gather"))
@@ -93,13 +176,12 @@ class ProcessGroupWeft(dist.ProcessGroup):
                                     tz.as_buffer(flat, "all_gather"), async_op=True)
 
         def finish():
-            n = inp.numel()
-            for i, o in enumerate(outs):
-                o.copy_(flat[i * n:(i + 1) * n].view(o.shape))
+            _split_into(flat, outs)
 
         return self._completion.submit(req, finish, [outs])
 
-    def _allgather_base(self, output, input, opts=None):
+    @_guard("all_gather_into_tensor")
+    def all_gather_single(self, output, input, opts=None):
         if output.numel() != self.size() * input.numel():
             raise ValueError(f"weft: all_gather_into_tensor: output has {output.numel()} elements, "
                              f"needs {self.size()} x {input.numel()}")
@@ -110,45 +192,216 @@ class ProcessGroupWeft(dist.ProcessGroup):
                                     async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
+    _allgather_base = all_gather_single  # the name before torch 2.13
+
+    @_guard("all_gather_coalesced")
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        # output_lists[r][i] is rank r's input_list[i]: one all_gather of the inputs laid end to
+        # end, each rank's segment then split back.
+        inputs = list(input_list)
+        outs = [list(o) for o in output_lists]
+        if len(outs) != self.size():
+            raise ValueError(f"weft: all_gather_coalesced: {len(outs)} output lists, the group has "
+                             f"{self.size()} ranks")
+        for r, row in enumerate(outs):
+            if len(row) != len(inputs) or any(o.numel() != i.numel() for o, i in zip(row, inputs)):
+                raise ValueError(f"weft: all_gather_coalesced: output list {r} must match the "
+                                 f"{len(inputs)} input tensors in number and sizes")
+        if not inputs:
+            return self._completion.completed([], "all_gather_coalesced")
+        flat = _Flat(inputs, "all_gather_coalesced")
+        n = flat.flat.numel()
+        out = torch.empty(self.size() * n, dtype=flat.flat.dtype)
+        req = self._comm.all_gather(flat.buffer, tz.as_buffer(out, "all_gather_coalesced"),
+                                    async_op=True)
+
+        def finish():
+            for r, row in enumerate(outs):
+                _split_into(out[r * n:(r + 1) * n], row)
+
+        return self._completion.submit(req, finish, outs)
+
+    @_guard("all_gather_into_tensor_coalesced")
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        # outputs[i] = every rank's inputs[i], rank after rank: one all_gather of the inputs
+        # laid end to end; rank r's segment holds its inputs in order.
+        outputs, inputs = list(outputs), list(inputs)
+        what = "all_gather_into_tensor_coalesced"
+        _pairs(outputs, inputs, lambda o, i: o.numel() == self.size() * i.numel(), what,
+               f"each output must hold {self.size()} x its input")
+        if not inputs:
+            return self._completion.completed([], what)
+        flat = _Flat(inputs, what)
+        n = flat.flat.numel()
+        out = torch.empty(self.size() * n, dtype=flat.flat.dtype)
+        req = self._comm.all_gather(flat.buffer, tz.as_buffer(out, what), async_op=True)
+
+        def finish():
+            rows = out.view(self.size(), n)
+            offset = 0
+            for o, i in zip(outputs, inputs):
+                k = i.numel()
+                o.copy_(rows[:, offset:offset + k].reshape(o.shape))
+                offset += k
+
+        return self._completion.submit(req, finish, outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    @_guard("reduce_scatter")
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = tz.single(output_tensors, "reduce_scatter")
         ins = list(_one_list(input_tensors, "reduce_scatter"))
         self._check_parts(ins, out, "reduce_scatter", "input")
-        op = tz.weft_op(_reduce_op(opts), out, "reduce_scatter")
+        op, factor = _op(opts, out, "reduce_scatter")
         flat = torch.cat([x.reshape(-1) for x in ins]) if ins else torch.empty(0, dtype=out.dtype)
+        if factor is not None:
+            flat.mul_(factor)  # a copy: the inputs stay as they were
         io = _Staged(out, "reduce_scatter")
         req = self._comm.reduce_scatter(tz.as_buffer(flat, "reduce_scatter"), io.buffer, op=op,
                                         async_op=True)
         return self._completion.submit(req, io.finish, [out])
 
-    def _reduce_scatter_base(self, output, input, opts=None):
+    @_guard("reduce_scatter_tensor")
+    def reduce_scatter_single(self, output, input, opts=None):
+        what = "reduce_scatter_tensor"
         if input.numel() != self.size() * output.numel():
-            raise ValueError(f"weft: reduce_scatter_tensor: input has {input.numel()} elements, "
+            raise ValueError(f"weft: {what}: input has {input.numel()} elements, "
                              f"needs {self.size()} x {output.numel()}")
-        _same_dtype(output, input, "reduce_scatter_tensor")
-        op = tz.weft_op(_reduce_op(opts), output, "reduce_scatter_tensor")
-        src = _contiguous(input, "reduce_scatter_tensor")
-        io = _Staged(output, "reduce_scatter_tensor")
-        req = self._comm.reduce_scatter(tz.as_buffer(src, "reduce_scatter_tensor"), io.buffer,
-                                        op=op, async_op=True)
+        _same_dtype(output, input, what)
+        op, factor = _op(opts, output, what)
+        src = _contiguous(input, what)
+        if factor is not None:
+            src = src * factor
+        io = _Staged(output, what)
+        req = self._comm.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
+    _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.13
+
+    @_guard("reduce_scatter_tensor_coalesced")
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        # One reduce_scatter: rank r's block of the send buffer is, for each pair in turn, the
+        # r-th chunk of inputs[i]; rank r receives outputs[0..] end to end.
+        outputs, inputs = list(outputs), list(inputs)
+        what = "reduce_scatter_tensor_coalesced"
+        _pairs(outputs, inputs, lambda o, i: i.numel() == self.size() * o.numel(), what,
+               f"each input must hold {self.size()} x its output")
+        if not inputs:
+            return self._completion.completed([], what)
+        op, factor = _op(opts, outputs[0], what)
+        send = torch.cat([i.reshape(self.size(), -1) for i in inputs], dim=1).reshape(-1)
+        if factor is not None:
+            send.mul_(factor)
+        flat = _Flat(outputs, what)
+        req = self._comm.reduce_scatter(tz.as_buffer(send, what), flat.buffer, op=op,
+                                        async_op=True)
+        return self._completion.submit(req, flat.scatter_back, outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    @_guard("all_to_all_single")
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        what = "all_to_all_single"
+        _same_dtype(output, input, what)
+        src = _contiguous(input, what)
+        io = _Staged(output, what)
+        out_splits, in_splits = list(output_split_sizes), list(input_split_sizes)
+        if not out_splits and not in_splits:
+            if input.numel() % self.size() or output.numel() != input.numel():
+                raise ValueError(f"weft: {what}: without split sizes input and output must hold "
+                                 f"the same number of elements, a multiple of {self.size()}; "
+                                 f"they hold {input.numel()} and {output.numel()}")
+            _need_comm(self._comm, "all_to_all", what)
+            req = self._comm.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
+        else:
+            send_counts = _counts(in_splits, input, self.size(), what, "input")
+            recv_counts = _counts(out_splits, output, self.size(), what, "output")
+            _need_comm(self._comm, "all_to_allv", what)
+            req = self._comm.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
+                                         recv_counts, async_op=True)
+        return self._completion.submit(req, io.finish, [output])
+
+    alltoall_base = all_to_all_single  # the name before torch 2.13
+
+    @_guard("all_to_all")
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        what = "all_to_all"
+        outs, ins = list(output_tensors), list(input_tensors)
+        if len(outs) != self.size() or len(ins) != self.size():
+            raise ValueError(f"weft: {what}: {len(ins)} input and {len(outs)} output tensors, the "
+                             f"group has {self.size()} ranks")
+        for t in outs + ins:
+            _same_dtype(t, ins[0], what)
+        send = _Flat(ins, what)
+        recv = _Flat(outs, what)
+        _need_comm(self._comm, "all_to_allv", what)
+        req = self._comm.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
+                                     [t.numel() for t in outs], async_op=True)
+        return self._completion.submit(req, recv.scatter_back, outs)
+
+    @_guard("gather")
+    def gather(self, output_tensors, input_tensors, opts=None):
+        what = "gather"
+        inp = tz.single(input_tensors, what)
+        root = _root(opts, what)
+        src = _contiguous(inp, what)
+        if self.rank() == root:
+            outs = list(_one_list(output_tensors, what))
+            self._check_parts(outs, inp, what, "output")
+            flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype)
+            recv = tz.as_buffer(flat, what)
+        else:
+            if any(len(o) for o in output_tensors):
+                raise ValueError(f"weft: {what}: only the destination rank {root} passes a gather "
+                                 f"list, rank {self.rank()} passed one")
+            outs, recv = [], None
+        req = self._comm.gather(tz.as_buffer(src, what), recv, root=root, async_op=True)
+
+        def finish():
+            if outs:
+                _split_into(flat, outs)
+
+        return self._completion.submit(req, finish, [outs] if outs else [])
+
+    @_guard("scatter")
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        what = "scatter"
+        out = tz.single(output_tensors, what)
+        root = _root(opts, what)
+        send = None
+        if self.rank() == root:
+            ins = list(_one_list(input_tensors, what))
+            self._check_parts(ins, out, what, "input")
+            send = _Flat(ins, what).buffer
+        elif any(len(i) for i in input_tensors):
+            raise ValueError(f"weft: {what}: only the source rank {root} passes a scatter list, "
+                             f"rank {self.rank()} passed one")
+        io = _Staged(out, what)
+        req = self._comm.scatter(send, io.buffer, root=root, async_op=True)
+        return self._completion.submit(req, io.finish, [out])
+
+    @_guard("barrier")
     def barrier(self, opts=None):
         req = self._comm.barrier(async_op=True)
         return self._completion.submit(req, None, [])
 
-    # Point to point. weft matches a send with the peer's recv in the order both issue them, so
-    # `tag` cannot reorder messages; it is accepted for torch's signature and otherwise unused.
+    # Point to point. Without tags weft matches a send with the peer's recv in the order both
+    # issue them; where Comm.send takes a tag, torch's tag travels with it.
+    @_guard("send")
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        req = self._comm.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True)
+        req = self._comm.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True,
+                              **_tag_kw(self._comm.send, tag))
         return self._completion.submit(req, None, [t])
 
+    @_guard("recv")
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        req = self._comm.recv(io.buffer, int(src_rank), async_op=True)
+        req = self._comm.recv(io.buffer, int(src_rank), async_op=True,
+                              **_tag_kw(self._comm.recv, tag))
         return self._completion.submit(req, io.finish, [t])
 
     def recv_anysource(self, tensors, tag=0):
@@ -169,9 +422,56 @@ class ProcessGroupWeft(dist.ProcessGroup):
         return f"ProcessGroupWeft(rank={self.rank()}, size={self.size()})"
 
 
+class _BackendInfo:
+    """pg._get_backend(device) for a weft group: the answers torch 2.x code looks for."""
+
+    supports_coalescing = False
+    supports_splitting = False
+    supports_time_estimate = False
+    supports_shrinking = False
+
+    def __init__(self, pg):
+        self._pg = pg
+
+    def supports_tensor_alloc(self, device):
+        return False
+
+    def name(self):
+        return BACKEND_NAME
+
+    def rank(self):
+        return self._pg.rank()
+
+    def size(self):
+        return self._pg.size()
+
+    def _set_sequence_number_for_group(self):
+        pass
+
+    def eager_connect_single_device(self, device):
+        pass  # weft connects in init_process_group already
+
+
 def create(store, rank, size, timeout):
     """The creator torch.distributed calls for backend "weft"."""
     return ProcessGroupWeft(store, rank, size, timeout)
+
+
+_ENV_LOCK = threading.Lock()
+
+
+def _connect(store, rank, size, timeout_s):
+    # weft reads WEFT_TIMEOUT_MS when a communicator is created; the timeout given to
+    # init_process_group / new_group becomes that communicator's, unless the user set
+    # WEFT_TIMEOUT_MS, which names weft's own knob and wins.
+    if not timeout_s or "WEFT_TIMEOUT_MS" in os.environ:
+        return bootstrap.connect(store, rank, size)
+    with _ENV_LOCK:
+        os.environ["WEFT_TIMEOUT_MS"] = str(max(1, min(int(timeout_s * 1000), 86400000)))
+        try:
+            return bootstrap.connect(store, rank, size)
+        finally:
+            del os.environ["WEFT_TIMEOUT_MS"]
 
 
 def _close(comm, completion, abort):
@@ -247,3 +547,87 @@ def _root(opts, what):
     if getattr(opts, "rootTensor", 0) != 0:
         raise ValueError(f"weft: {what}: one tensor per process, so rootTensor must be 0")
     return int(root)
+
+
+def _seconds(timeout):
+    if timeout is None:
+        return 0
+    if hasattr(timeout, "total_seconds"):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def _op(opts, t, what):
+    """(weft Op, factor): PREMUL_SUM(factor) is a SUM of the inputs multiplied by factor
+    beforehand (FSDP2 reduces gradients with it); factor is None for every other op."""
+    reduce_op = _reduce_op(opts)
+    premul = getattr(dist.ReduceOp, "PREMUL_SUM", None)
+    if premul is not None and getattr(reduce_op, "op", reduce_op) == premul:
+        tz.weft_dtype(t, what)
+        if not t.is_floating_point():
+            raise TypeError(f"weft: {what}: ReduceOp.PREMUL_SUM needs a floating-point tensor, "
+                            f"got {t.dtype}")
+        factor = getattr(reduce_op, "factor", None)
+        if factor is None:
+            raise ValueError(f"weft: {what}: ReduceOp.PREMUL_SUM is not supported on torch "
+                             f"{torch.__version__}, which does not show its factor to a Python "
+                             f"backend (torch 2.x does); multiply, then use SUM")
+        if isinstance(factor, torch.Tensor):
+            factor = factor.to(device=t.device, dtype=t.dtype)
+        return tz.weft_op(dist.ReduceOp.SUM, t, what), factor
+    return tz.weft_op(reduce_op, t, what), None
+
+
+def _split_into(flat, outs):
+    offset = 0
+    for o in outs:
+        n = o.numel()
+        o.copy_(flat[offset:offset + n].view(o.shape))
+        offset += n
+
+
+def _pairs(outputs, inputs, fits, what, rule):
+    if len(outputs) != len(inputs):
+        raise ValueError(f"weft: {what}: {len(outputs)} outputs for {len(inputs)} inputs")
+    for k, (o, i) in enumerate(zip(outputs, inputs)):
+        _same_dtype(o, i, what)
+        _same_dtype(o, outputs[0], what)
+        if not fits(o, i):
+            raise ValueError(f"weft: {what}: pair {k} has {i.numel()} input and {o.numel()} "
+                             f"output elements; {rule}")
+
+
+def _counts(splits, t, size, what, kind):
+    """Element counts per rank from split sizes along dim 0 (empty: even split)."""
+    rows = t.shape[0] if t.dim() else 1
+    row = t.numel() // rows if rows else 0
+    if not splits:
+        if rows % size:
+            raise ValueError(f"weft: {what}: {kind} has {rows} rows, not a multiple of the "
+                             f"{size} ranks, and no split sizes")
+        return [rows // size * row] * size
+    if len(splits) != size or sum(splits) != rows or min(splits) < 0:
+        raise ValueError(f"weft: {what}: {kind} split sizes {splits} must be {size} counts that "
+                         f"add up to its {rows} rows")
+    return [int(k) * row for k in splits]
+
+
+def _need_comm(comm, method, what):
+    if not hasattr(comm, method):
+        raise NotImplementedError(f"weft: {what}: this libweft's Python package has no "
+                                  f"Comm.{method}; update weft")
+
+
+def _tag_kw(method, tag):
+    # Comm.send/recv take tag= where the library matches by tag; before that, a non-zero tag
+    # cannot be honoured and is refused rather than ignored.
+    try:
+        has_tag = "tag" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        has_tag = False
+    if has_tag:
+        return {"tag": int(tag)}
+    if tag:
+        raise ValueError(f"weft: this libweft matches sends and receives in order and takes no "
+                         f"tag; got tag {tag}")
+    return {}
