@@ -103,29 +103,30 @@ class Comm:
     # ---- collectives -------------------------------------------------------------------------
 
     def all_reduce(self, sendbuf, recvbuf=None, op=Op.SUM, *, dtype=None, algo=None,
-                   async_op=False):
+                   async_op=False, stream=None):
         """recvbuf[i] = op over all ranks of sendbuf[i]; in place without recvbuf."""
         send, recv = self._pair(sendbuf, recvbuf, dtype)
         _same_count(send, recv, "all_reduce")
         return self._call(Coll.ALL_REDUCE, send, recv, send.count, op, 0, algo, async_op,
-                          _out(sendbuf, recvbuf))
+                          _out(sendbuf, recvbuf), stream=stream)
 
-    def broadcast(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False):
+    def broadcast(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False,
+                  stream=None):
         """recvbuf = root's sendbuf on every rank; in place without recvbuf."""
         send, recv = self._pair(sendbuf, recvbuf, dtype)
         _same_count(send, recv, "broadcast")
         return self._call(Coll.BROADCAST, send, recv, send.count, Op.SUM, root, algo, async_op,
-                          _out(sendbuf, recvbuf))
+                          _out(sendbuf, recvbuf), stream=stream)
 
     def reduce(self, sendbuf, recvbuf=None, op=Op.SUM, root=0, *, dtype=None, algo=None,
-               async_op=False):
+               async_op=False, stream=None):
         """recvbuf on the root = op over all ranks of sendbuf; in place without recvbuf."""
         send, recv = self._pair(sendbuf, recvbuf, dtype)
         _same_count(send, recv, "reduce")
         return self._call(Coll.REDUCE, send, recv, send.count, op, root, algo, async_op,
-                          _out(sendbuf, recvbuf))
+                          _out(sendbuf, recvbuf), stream=stream)
 
-    def all_gather(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False):
+    def all_gather(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False, stream=None):
         """recvbuf[r * n + i] = rank r's sendbuf[i] (n = len(sendbuf), recvbuf holds size * n)."""
         send = as_buffer(sendbuf, dtype, what="sendbuf")
         recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
@@ -133,10 +134,10 @@ class Comm:
             raise ValueError(f"weft: all_gather: recvbuf holds {recv.count} elements, needs "
                              f"{self._size} x {send.count}")
         return self._call(Coll.ALL_GATHER, send, recv, send.count, Op.SUM, 0, algo, async_op,
-                          recvbuf)
+                          recvbuf, stream=stream)
 
     def reduce_scatter(self, sendbuf, recvbuf, op=Op.SUM, *, dtype=None, algo=None,
-                       async_op=False):
+                       async_op=False, stream=None):
         """recvbuf[i] = op over all ranks of sendbuf[rank * n + i] (n = len(recvbuf))."""
         send = as_buffer(sendbuf, dtype, what="sendbuf")
         recv = as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
@@ -144,9 +145,10 @@ class Comm:
             raise ValueError(f"weft: reduce_scatter: sendbuf holds {send.count} elements, needs "
                              f"{self._size} x {recv.count}")
         return self._call(Coll.REDUCE_SCATTER, send, recv, recv.count, op, 0, algo, async_op,
-                          recvbuf)
+                          recvbuf, stream=stream)
 
-    def gather(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False):
+    def gather(self, sendbuf, recvbuf=None, root=0, *, dtype=None, algo=None, async_op=False,
+               stream=None):
         """On the root, recvbuf[r * n + i] = rank r's sendbuf[i] (n = len(sendbuf), recvbuf holds
         size * n); the other ranks may leave recvbuf out. In place on the root: sendbuf is
         recvbuf[root * n:(root + 1) * n]. Returns recvbuf."""
@@ -160,9 +162,10 @@ class Comm:
                 raise ValueError(f"weft: gather: recvbuf holds {recv.count} elements, needs "
                                  f"{self._size} x {send.count}")
         return self._call(Coll.GATHER, send, recv, send.count, Op.SUM, root, algo, async_op,
-                          recvbuf)
+                          recvbuf, stream=stream)
 
-    def scatter(self, sendbuf, recvbuf, root=0, *, dtype=None, algo=None, async_op=False):
+    def scatter(self, sendbuf, recvbuf, root=0, *, dtype=None, algo=None, async_op=False,
+                stream=None):
         """recvbuf[i] = the root's sendbuf[rank * n + i] (n = len(recvbuf)); the root's sendbuf
         holds size * n, the other ranks may pass None. In place on the root: recvbuf is
         sendbuf[root * n:(root + 1) * n]. Returns recvbuf."""
@@ -176,9 +179,10 @@ class Comm:
                 raise ValueError(f"weft: scatter: sendbuf holds {send.count} elements, needs "
                                  f"{self._size} x {recv.count}")
         return self._call(Coll.SCATTER, send, recv, recv.count, Op.SUM, root, algo, async_op,
-                          recvbuf)
+                          recvbuf, stream=stream)
 
-    def all_to_all(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False):
+    def all_to_all(self, sendbuf, recvbuf, *, dtype=None, algo=None, async_op=False,
+                   stream=None):
         """Block j of sendbuf goes to rank j; block i of recvbuf comes from rank i. Both hold
         size * n elements (n per peer) and must be distinct. Returns recvbuf."""
         send = as_buffer(sendbuf, dtype, what="sendbuf")
@@ -187,10 +191,10 @@ class Comm:
             raise ValueError(f"weft: all_to_all: sendbuf and recvbuf hold {send.count} and "
                              f"{recv.count} elements, each needs {self._size} x n")
         return self._call(Coll.ALL_TO_ALL, send, recv, send.count // self._size, Op.SUM, 0, algo,
-                          async_op, recvbuf)
+                          async_op, recvbuf, stream=stream)
 
     def all_to_allv(self, sendbuf, send_counts, recvbuf, recv_counts, *, send_displs=None,
-                    recv_displs=None, dtype=None, async_op=False):
+                    recv_displs=None, dtype=None, async_op=False, stream=None):
         """send_counts[j] elements from sendbuf[send_displs[j]:] go to rank j; recv_counts[i]
         elements from rank i land at recvbuf[recv_displs[i]:]. Counts and displacements are in
         elements, one per rank; displacements default to the counts' prefix sums. Rank i's
@@ -220,22 +224,25 @@ class Comm:
                                  f"counts and displacements reach {end}")
         extra = dict(zip(("send_counts", "send_displs", "recv_counts", "recv_displs"), arrays))
         return self._call(Coll.ALL_TO_ALLV, send, recv, 0, Op.SUM, 0, None, async_op, recvbuf,
-                          extra=extra)
+                          extra=extra, stream=stream)
 
-    def barrier(self, *, algo=None, async_op=False):
+    def barrier(self, *, algo=None, async_op=False, stream=None):
         """Returns once every rank has entered it."""
-        return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None)
+        return self._call(Coll.BARRIER, None, None, 0, Op.SUM, 0, algo, async_op, None,
+                          stream=stream)
 
-    def send(self, buf, peer, *, tag=0, dtype=None, async_op=False):
+    def send(self, buf, peer, *, tag=0, dtype=None, async_op=False, stream=None):
         """Sends buf to `peer`, which receives it with recv() of the same count, dtype and tag."""
-        return self.p2p_group([P2POp("send", buf, peer, tag, dtype)], async_op=async_op)
+        return self.p2p_group([P2POp("send", buf, peer, tag, dtype)], async_op=async_op,
+                              stream=stream)
 
-    def recv(self, buf, peer, *, tag=0, dtype=None, async_op=False):
+    def recv(self, buf, peer, *, tag=0, dtype=None, async_op=False, stream=None):
         """Receives into buf what `peer` sends with this tag; returns buf."""
-        result = self.p2p_group([P2POp("recv", buf, peer, tag, dtype)], async_op=async_op)
+        result = self.p2p_group([P2POp("recv", buf, peer, tag, dtype)], async_op=async_op,
+                                stream=stream)
         return result if async_op else buf
 
-    def p2p_group(self, ops, *, async_op=False):
+    def p2p_group(self, ops, *, async_op=False, stream=None):
         """Runs the P2POps together; they complete together, whatever their order and sizes.
         Between two ranks, sends and receives pair up by tag (in list order among equal tags).
         Returns None (a Request with async_op)."""
@@ -251,7 +258,7 @@ class Comm:
             array[i] = _lib.P2POpT(int(op.kind), b.address, b.count, int(b.dtype), op.peer, op.tag)
         extra = {"ops": array, "nops": len(ops), "keep": bufs}
         return self._call(Coll.P2P_GROUP, None, None, 0, Op.SUM, -1, None, async_op, None,
-                          extra=extra)
+                          extra=extra, stream=stream)
 
     def _pair(self, sendbuf, recvbuf, dtype):
         if recvbuf is None:
@@ -260,7 +267,14 @@ class Comm:
         send = as_buffer(sendbuf, dtype, what="sendbuf")
         return send, as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
 
-    def _call(self, coll, send, recv, count, op, root, algo, async_op, result, extra=None):
+    def _call(self, coll, send, recv, count, op, root, algo, async_op, result, extra=None,
+              stream=None):
+        # stream: a CUDA stream (a cudaStream_t as an int, torch.cuda.current_stream().cuda_stream)
+        # for device buffers: the call is enqueued on it and returns at once, as in NCCL, and the
+        # stream's later work sees the result. None or 0 (NULL): the call runs before returning.
+        if stream is not None and async_op:
+            raise ValueError("weft: stream= and async_op=True do not go together: a call on a "
+                             "stream is already asynchronous (synchronize the stream to wait)")
         ref = send if send is not None else recv
         dt = ref.dtype if ref is not None else 0
         if send is not None and recv is not None and send.dtype != recv.dtype:
@@ -280,7 +294,9 @@ class Comm:
             handle = self._live()
             self._reap()
             if not async_op:
-                check(self._lib, self._lib.weft_call(ctypes.byref(call), handle, None), what)
+                check(self._lib, self._lib.weft_call(ctypes.byref(call), handle,
+                                                      None if stream is None else int(stream)),
+                      what)
                 return result
             req = ctypes.c_void_p()
             check(self._lib, self._lib.weft_call_async(ctypes.byref(call), handle,

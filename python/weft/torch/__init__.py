@@ -24,8 +24,9 @@ def register():
         return
     params = inspect.signature(dist.Backend.register_backend).parameters
     if "devices" in params:
-        # torch 2.x: say that weft serves CPU tensors, so torch does not assume CUDA as well.
-        dist.Backend.register_backend(BACKEND_NAME, create, devices=["cpu"])
+        # torch 2.x: CPU tensors, and CUDA ones through weft's device path (a libweft.so built
+        # with CUDA, on a machine with a GPU).
+        dist.Backend.register_backend(BACKEND_NAME, create, devices=["cpu", "cuda"])
     else:
         dist.Backend.register_backend(BACKEND_NAME, create)
 

@@ -116,6 +116,13 @@ class Completion:
     def submit(self, request, finish, result):
         """A Work for `request` (a weft.Request): once it completes, finish() runs (copies out of
         staging buffers; may be None) and the future's value becomes `result`."""
+        if request is _enqueued():
+            # Enqueued on a CUDA stream (process_group._Calls): done as far as the host goes.
+            work = WeftWork(self.keeper, "a call on a CUDA stream")
+            if finish is not None:
+                finish()
+            work._complete(result, None)
+            return work
         work = WeftWork(self.keeper, request.what)
         self._queue.put((request, finish, result, work))
         return work
@@ -152,6 +159,12 @@ class Completion:
                 work._complete(None, e)
             else:
                 work._complete(result, None)
+
+
+def _enqueued():
+    from .process_group import _Calls  # process_group imports this module first
+
+    return _Calls.ENQUEUED
 
 
 def _seconds(timeout):

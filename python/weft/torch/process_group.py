@@ -1,4 +1,4 @@
-"""process_group.py -- ProcessGroupWeft: torch.distributed's "weft" backend, on CPU tensors.
+"""process_group.py -- ProcessGroupWeft: torch.distributed's "weft" backend (CPU and CUDA tensors).
 
 A Python subclass of torch.distributed.ProcessGroup, on torch 1.13 and 2.x alike. torch calls its
 methods from Python (dist.all_reduce -> pg.allreduce, dist.all_gather_into_tensor ->
@@ -71,6 +71,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         super().__init__(rank, size)
         self._timeout_s = _seconds(timeout)
         self._comm = _connect(store, rank, size, self._timeout_s)
+        self._calls = _Calls(self._comm)
         self._completion = Completion(f"weft-pg-rank{rank}")
         self._group_name = ""
         self._group_desc = ""
@@ -132,7 +133,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         io = _Staged(t, "all_reduce")
         if factor is not None:
             io.c.mul_(factor)  # in place anyway: the result overwrites it
-        req = self._comm.all_reduce(io.buffer, op=op, async_op=True)
+        req = self._calls.all_reduce(io.buffer, op=op, async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("all_reduce_coalesced")
@@ -144,7 +145,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         flat = _Flat(tensors, "all_reduce_coalesced")
         if factor is not None:
             flat.flat.mul_(factor)
-        req = self._comm.all_reduce(flat.buffer, op=op, async_op=True)
+        req = self._calls.all_reduce(flat.buffer, op=op, async_op=True)
         return self._completion.submit(req, flat.scatter_back, tensors)
 
     @_guard("broadcast")
@@ -152,7 +153,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         t = tz.single(tensors, "broadcast")
         root = _root(opts, "broadcast")
         io = _Staged(t, "broadcast")
-        req = self._comm.broadcast(io.buffer, root=root, async_op=True)
+        req = self._calls.broadcast(io.buffer, root=root, async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("reduce")
@@ -162,7 +163,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         io = _Staged(t, "reduce")
         if factor is not None:
             io.c.mul_(factor)
-        req = self._comm.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=True)
+        req = self._calls.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("all_gather")
@@ -171,8 +172,8 @@ class ProcessGroupWeft(dist.ProcessGroup):
         outs = list(_one_list(output_tensors, "all_gather"))
         self._check_parts(outs, inp, "all_gather", "output")
         src = _contiguous(inp, "all_gather")
-        flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype)
-        req = self._comm.all_gather(tz.as_buffer(src, "all_gather"),
+        flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype, device=inp.device)
+        req = self._calls.all_gather(tz.as_buffer(src, "all_gather"),
                                     tz.as_buffer(flat, "all_gather"), async_op=True)
 
         def finish():
@@ -188,7 +189,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         _same_dtype(output, input, "all_gather_into_tensor")
         src = _contiguous(input, "all_gather_into_tensor")
         io = _Staged(output, "all_gather_into_tensor")
-        req = self._comm.all_gather(tz.as_buffer(src, "all_gather_into_tensor"), io.buffer,
+        req = self._calls.all_gather(tz.as_buffer(src, "all_gather_into_tensor"), io.buffer,
                                     async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
@@ -211,8 +212,8 @@ class ProcessGroupWeft(dist.ProcessGroup):
             return self._completion.completed([], "all_gather_coalesced")
         flat = _Flat(inputs, "all_gather_coalesced")
         n = flat.flat.numel()
-        out = torch.empty(self.size() * n, dtype=flat.flat.dtype)
-        req = self._comm.all_gather(flat.buffer, tz.as_buffer(out, "all_gather_coalesced"),
+        out = torch.empty(self.size() * n, dtype=flat.flat.dtype, device=flat.flat.device)
+        req = self._calls.all_gather(flat.buffer, tz.as_buffer(out, "all_gather_coalesced"),
                                     async_op=True)
 
         def finish():
@@ -233,8 +234,8 @@ class ProcessGroupWeft(dist.ProcessGroup):
             return self._completion.completed([], what)
         flat = _Flat(inputs, what)
         n = flat.flat.numel()
-        out = torch.empty(self.size() * n, dtype=flat.flat.dtype)
-        req = self._comm.all_gather(flat.buffer, tz.as_buffer(out, what), async_op=True)
+        out = torch.empty(self.size() * n, dtype=flat.flat.dtype, device=flat.flat.device)
+        req = self._calls.all_gather(flat.buffer, tz.as_buffer(out, what), async_op=True)
 
         def finish():
             rows = out.view(self.size(), n)
@@ -254,11 +255,12 @@ class ProcessGroupWeft(dist.ProcessGroup):
         ins = list(_one_list(input_tensors, "reduce_scatter"))
         self._check_parts(ins, out, "reduce_scatter", "input")
         op, factor = _op(opts, out, "reduce_scatter")
-        flat = torch.cat([x.reshape(-1) for x in ins]) if ins else torch.empty(0, dtype=out.dtype)
+        flat = (torch.cat([x.reshape(-1) for x in ins]) if ins
+                else torch.empty(0, dtype=out.dtype, device=out.device))
         if factor is not None:
             flat.mul_(factor)  # a copy: the inputs stay as they were
         io = _Staged(out, "reduce_scatter")
-        req = self._comm.reduce_scatter(tz.as_buffer(flat, "reduce_scatter"), io.buffer, op=op,
+        req = self._calls.reduce_scatter(tz.as_buffer(flat, "reduce_scatter"), io.buffer, op=op,
                                         async_op=True)
         return self._completion.submit(req, io.finish, [out])
 
@@ -274,7 +276,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if factor is not None:
             src = src * factor
         io = _Staged(output, what)
-        req = self._comm.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=True)
+        req = self._calls.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
     _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.13
@@ -294,7 +296,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if factor is not None:
             send.mul_(factor)
         flat = _Flat(outputs, what)
-        req = self._comm.reduce_scatter(tz.as_buffer(send, what), flat.buffer, op=op,
+        req = self._calls.reduce_scatter(tz.as_buffer(send, what), flat.buffer, op=op,
                                         async_op=True)
         return self._completion.submit(req, flat.scatter_back, outputs)
 
@@ -313,12 +315,12 @@ class ProcessGroupWeft(dist.ProcessGroup):
                                  f"the same number of elements, a multiple of {self.size()}; "
                                  f"they hold {input.numel()} and {output.numel()}")
             _need_comm(self._comm, "all_to_all", what)
-            req = self._comm.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
+            req = self._calls.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
         else:
             send_counts = _counts(in_splits, input, self.size(), what, "input")
             recv_counts = _counts(out_splits, output, self.size(), what, "output")
             _need_comm(self._comm, "all_to_allv", what)
-            req = self._comm.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
+            req = self._calls.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
                                          recv_counts, async_op=True)
         return self._completion.submit(req, io.finish, [output])
 
@@ -336,7 +338,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         send = _Flat(ins, what)
         recv = _Flat(outs, what)
         _need_comm(self._comm, "all_to_allv", what)
-        req = self._comm.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
+        req = self._calls.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
                                      [t.numel() for t in outs], async_op=True)
         return self._completion.submit(req, recv.scatter_back, outs)
 
@@ -349,14 +351,14 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if self.rank() == root:
             outs = list(_one_list(output_tensors, what))
             self._check_parts(outs, inp, what, "output")
-            flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype)
+            flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype, device=inp.device)
             recv = tz.as_buffer(flat, what)
         else:
             if any(len(o) for o in output_tensors):
                 raise ValueError(f"weft: {what}: only the destination rank {root} passes a gather "
                                  f"list, rank {self.rank()} passed one")
             outs, recv = [], None
-        req = self._comm.gather(tz.as_buffer(src, what), recv, root=root, async_op=True)
+        req = self._calls.gather(tz.as_buffer(src, what), recv, root=root, async_op=True)
 
         def finish():
             if outs:
@@ -378,7 +380,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
             raise ValueError(f"weft: {what}: only the source rank {root} passes a scatter list, "
                              f"rank {self.rank()} passed one")
         io = _Staged(out, what)
-        req = self._comm.scatter(send, io.buffer, root=root, async_op=True)
+        req = self._calls.scatter(send, io.buffer, root=root, async_op=True)
         return self._completion.submit(req, io.finish, [out])
 
     @_guard("barrier")
@@ -392,7 +394,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        req = self._comm.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True,
+        req = self._calls.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True,
                               **_tag_kw(self._comm.send, tag))
         return self._completion.submit(req, None, [t])
 
@@ -400,7 +402,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        req = self._comm.recv(io.buffer, int(src_rank), async_op=True,
+        req = self._calls.recv(io.buffer, int(src_rank), async_op=True,
                               **_tag_kw(self._comm.recv, tag))
         return self._completion.submit(req, io.finish, [t])
 
@@ -482,6 +484,60 @@ def _close(comm, completion, abort):
             comm.destroy()
     finally:
         completion.stop(_STOP_TIMEOUT_S)
+
+
+class _Calls:
+    """The communicator as the methods call it. Host tensors: as they ask (async_op=True, a
+    weft.Request the completion thread waits on). CUDA tensors: weft's device path, as NCCL does:
+    the call is enqueued on the tensor's current CUDA stream and returns at once; the stream's
+    later work (torch's use of the result, a copy out of a staging tensor) waits for the
+    collective, so the Work is complete as far as the host is concerned (ENQUEUED). On the legacy
+    default stream (handle 0, which weft's C API reads as "no stream") the stream is synchronized
+    first and the call runs before returning, which is correct but not overlapped. A failure of an
+    enqueued call marks the communicator failed: the next call raises it. Untested on a GPU by the
+    test suite (no GPU there); see results/2026-11-25-torch2-cuda/ for the run on one."""
+
+    ENQUEUED = object()
+
+    def __init__(self, comm):
+        self._comm = comm
+
+    def __getattr__(self, name):
+        method = getattr(self._comm, name)
+
+        def call(*args, **kwargs):
+            device = _cuda_device(args, kwargs)
+            if device is None:
+                return method(*args, **kwargs)
+            kwargs.pop("async_op", None)
+            stream = torch.cuda.current_stream(device)
+            if stream.cuda_stream == 0:
+                stream.synchronize()
+                method(*args, **kwargs)
+            else:
+                method(*args, stream=stream.cuda_stream, **kwargs)
+            return _Calls.ENQUEUED
+
+        return call
+
+
+def _cuda_device(args, kwargs):
+    """The CUDA device of the first CUDA tensor behind the call's buffers, or None."""
+    from ..buffers import Buffer
+    from ..comm import P2POp
+
+    def owners():
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, Buffer):
+                yield a.owner
+            elif isinstance(a, (list, tuple)):
+                for op in a:
+                    if isinstance(op, P2POp):
+                        yield op.buf.owner if isinstance(op.buf, Buffer) else op.buf
+    for owner in owners():
+        if isinstance(owner, torch.Tensor) and owner.is_cuda:
+            return owner.device
+    return None
 
 
 class _Staged:

@@ -37,8 +37,9 @@ def weft_dtype(t, what):
     """The weft Dtype of tensor t; TypeError for what weft cannot carry."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"weft: {what}: expected a tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise TypeError(f"weft: {what}: the weft backend takes CPU tensors, got one on {t.device}")
+    if t.device.type not in ("cpu", "cuda"):
+        raise TypeError(f"weft: {what}: the weft backend takes CPU and CUDA tensors, got one on "
+                        f"{t.device}")
     if t.layout != torch.strided:
         raise TypeError(f"weft: {what}: {t.layout} tensors are not supported, only dense ones")
     dt = _DTYPES.get(t.dtype)
