@@ -114,6 +114,14 @@ void hmac_sha256(const void *key, size_t key_len, int nparts, const void *const 
   memset(pad, 0, sizeof pad);
 }
 
+void hmac_challenge(const char *token, const char *label, const void *context, size_t context_len,
+                    const uint8_t nc[HMAC_NONCE_BYTES], const uint8_t ns[HMAC_NONCE_BYTES],
+                    uint8_t out[SHA256_BYTES]) {
+  const void *parts[] = {label, context, nc, ns};
+  size_t lens[] = {strlen(label) + 1, context_len, HMAC_NONCE_BYTES, HMAC_NONCE_BYTES};
+  hmac_sha256(token, strlen(token), 4, parts, lens, out);
+}
+
 int hmac_equal(const void *a, const void *b, size_t n) {
   const volatile uint8_t *x = a, *y = b;
   uint8_t diff = 0;
