@@ -310,7 +310,7 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
       }
     }
     int32_t status = tcp_ack_decode(ack);
-    if (status == TCP_ACK_PROVE)
+    if (status == TCP_ACK_PROVE && token)
       WEFT_CHECK(prove(t, c, lane, raw[lane], ack + TCP_ACK_BYTES, where, deadline));
     else if (status != TCP_ACK_OK)
       return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", c->base.peer,

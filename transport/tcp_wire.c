@@ -83,6 +83,9 @@ const char *tcp_ack_reason(int32_t status) {
       return "this rank has a job token but it has none (set WEFT_JOB_TOKEN alike on every rank, "
              "or on none)";
     case TCP_ACK_BAD_TOKEN: return "it does not know this job's token";
+    case TCP_ACK_PROVE:
+      return "it asks for a job token and this rank has none (set WEFT_JOB_TOKEN alike on every "
+             "rank)";
     default: return "unknown reason";
   }
 }
