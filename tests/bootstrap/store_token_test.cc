@@ -208,8 +208,7 @@ TEST_F(StoreTokenTest, ReplayedHandshakeOfAValidClientIsRefused) {
 
   char buf[8];
   size_t len = 0;
-  ASSERT_EQ(store_get(member_, "victim", buf, sizeof buf, &len, 1000), WEFT_SUCCESS)
-      << err_last();
+  ASSERT_EQ(store_get(member_, "victim", buf, sizeof buf, &len, 1000), WEFT_SUCCESS) << err_last();
   EXPECT_EQ(std::string(buf, len), "new");
   ExpectMemberStillWorks();
 }

@@ -63,8 +63,7 @@ TEST(WeftRunToken, EachJobGetsOneFreshTokenAllItsRanksShare) {
 TEST(WeftRunToken, GivenTokenOrFileIsPassedOn) {
   LaunchOptions opts;
   opts.env = {"WEFT_JOB_TOKEN=given secret"};
-  LaunchResult r =
-      RunLauncher({"-n", "2", "--", "sh", "-c", "echo \"$WEFT_JOB_TOKEN\""}, opts);
+  LaunchResult r = RunLauncher({"-n", "2", "--", "sh", "-c", "echo \"$WEFT_JOB_TOKEN\""}, opts);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   auto tok = PerRank(r.out);
   EXPECT_EQ(tok[0], "given secret");
@@ -102,8 +101,8 @@ TEST(WeftRunToken, RanksJoinWithTheirToken) {
 TEST(WeftRunToken, RankWithAnotherTokenIsRefused) {
   LaunchOptions opts;
   opts.timeout_s = 60;
-  std::string script = "if [ \"$RANK\" = 1 ]; then export WEFT_JOB_TOKEN=impostor; fi; exec " +
-                       Prog();
+  std::string script =
+      "if [ \"$RANK\" = 1 ]; then export WEFT_JOB_TOKEN=impostor; fi; exec " + Prog();
   LaunchResult r = RunLauncher({"-n", "2", "--timeout", "50", "sh", "-c", script}, opts);
   ASSERT_TRUE(r.exited) << Describe(r);
   EXPECT_NE(r.exit_code, 0) << Describe(r);
