@@ -26,7 +26,7 @@ weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *adve
   s->p = *p;
   net_addr_t master;
   WEFT_CHECK_GOTO(net_resolve(p->master_host, p->master_port, &master), res, fail);
-  store_identity_t id = {p->job_id, p->nranks, p->rank};
+  store_identity_t id = {p->job_id, p->nranks, p->rank, p->config->job_token};
   if (p->rank == 0) WEFT_CHECK_GOTO(store_server_start(p->master_port, &id, &s->server), res, fail);
   WEFT_CHECK_GOTO(store_connect(&master, &id, p->config->connect_timeout_ms, &s->client), res,
                   fail);

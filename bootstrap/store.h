@@ -23,6 +23,10 @@ typedef struct {
   uint64_t job_id;
   int world_size;
   int rank;
+  /* The job token (WEFT_JOB_TOKEN); NULL or "" = none. With one, server and client prove to
+   * each other that they know it (store_wire.h) before any other request is served. Copied by
+   * store_server_start and store_connect. */
+  const char *token;
 } store_identity_t;
 
 typedef struct store_server store_server_t;

@@ -1,5 +1,6 @@
 /* store_client.c -- a rank's connection to the bootstrap store: one request at a time, each bounded
  * by a timeout, every failure turned into a message that names the master and the key. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,9 @@
 #include "bootstrap/store.h"
 #include "bootstrap/store_wire.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/error.h"
+#include "common/hmac.h"
 #include "common/net.h"
 
 /* GET and WAIT time out on the master, which then answers STORE_TIMEOUT; the client waits this
@@ -25,6 +28,7 @@ struct store_client {
   int broken;
   char master[NET_ADDR_STRLEN];
   store_identity_t id;
+  char token[sizeof(((weft_config_t *)0)->job_token)]; /* id.token points here when set */
 };
 
 /* ---- Requests ----------------------------------------------------------------------------- */
@@ -121,26 +125,86 @@ static weft_result_t refused(const store_client_t *c, uint32_t status, const sto
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                       "master at %s refused rank %d: ranks of a world of size %d are 0..%d",
                       c->master, me->rank, m->world_size, m->world_size - 1);
+    case STORE_NO_TOKEN:
+      return WEFT_ERR(WEFT_ERR_MISMATCH,
+                      "master at %s requires a job token and this rank has none: set "
+                      "WEFT_JOB_TOKEN (or WEFT_JOB_TOKEN_FILE) alike on every rank",
+                      c->master);
+    case STORE_UNEXPECTED_TOKEN:
+      return WEFT_ERR(WEFT_ERR_MISMATCH,
+                      "this rank has a job token but the master at %s has none: set "
+                      "WEFT_JOB_TOKEN (or WEFT_JOB_TOKEN_FILE) alike on every rank, or on none",
+                      c->master);
     default:
       return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s refused the hello with unknown status %u",
                       c->master, (unsigned)status);
   }
 }
 
-static weft_result_t hello(store_client_t *c, int timeout_ms) {
-  uint8_t mine[STORE_HELLO_SIZE], theirs[STORE_HELLO_SIZE];
-  store_hello_encode(&c->id, mine);
+static weft_result_t send_msg(store_client_t *c, uint16_t type, const void *val, size_t vlen,
+                              int64_t arg, int timeout_ms) {
   size_t total;
-  uint8_t *msg = store_msg_build(STORE_HELLO, NULL, 0, mine, sizeof mine, 0, 0, 0, &total);
+  uint8_t *msg = store_msg_build(type, NULL, 0, val, vlen, arg, 0, 0, &total);
   if (!msg) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory");
   weft_result_t res = net_send_all(c->fd, msg, total, timeout_ms);
   free(msg);
-  WEFT_CHECK(res);
+  return res;
+}
+
+/* The job token's second half (store_wire.h): check the master's proof, send ours. `reply`
+ * holds the master's hello, Ns and MAC. */
+static weft_result_t prove(store_client_t *c, const uint8_t *mine, const uint8_t *nc,
+                           const uint8_t *reply, int timeout_ms) {
+  const uint8_t *ns = reply + STORE_HELLO_SIZE, *theirs = ns + STORE_NONCE_SIZE;
+  uint8_t want[STORE_MAC_SIZE], mac[STORE_MAC_SIZE];
+  hmac_challenge(c->token, HMAC_LABEL_ACCEPT, mine, STORE_HELLO_SIZE, nc, ns, want);
+  if (!hmac_equal(want, theirs, sizeof want)) {
+    /* Say so, so that the master logs the refusal too, then give up; no proof of ours goes to
+     * a party that could not prove itself. */
+    memset(mac, 0, sizeof mac);
+    (void)send_msg(c, STORE_AUTH, mac, sizeof mac, 1, timeout_ms);
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "the master at %s does not know this job's token: WEFT_JOB_TOKEN differs "
+                    "between this rank and rank 0 (or something else answers on MASTER_PORT)",
+                    c->master);
+  }
+  hmac_challenge(c->token, HMAC_LABEL_CONNECT, mine, STORE_HELLO_SIZE, nc, ns, mac);
+  WEFT_CHECK(send_msg(c, STORE_AUTH, mac, sizeof mac, 0, timeout_ms));
   store_hdr_t h;
   WEFT_CHECK(read_reply(c, timeout_ms, &h));
-  if (h.val_len != STORE_HELLO_SIZE)
+  WEFT_CHECK(drain(c, h.val_len));
+  if (h.status == STORE_OK) return WEFT_SUCCESS;
+  if (h.status == STORE_BAD_TOKEN)
+    return WEFT_ERR(WEFT_ERR_MISMATCH, "the master at %s refused this rank's job token",
+                    c->master);
+  return unexpected_status(c, &h);
+}
+
+static weft_result_t hello(store_client_t *c, int timeout_ms) {
+  uint8_t mine[STORE_HELLO_SIZE + STORE_NONCE_SIZE];
+  uint8_t theirs[STORE_HELLO_SIZE + STORE_NONCE_SIZE + STORE_MAC_SIZE];
+  size_t mine_len = STORE_HELLO_SIZE;
+  store_hello_encode(&c->id, mine);
+  if (c->token[0]) {
+    if (hmac_random(mine + STORE_HELLO_SIZE, STORE_NONCE_SIZE) != 0)
+      return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s",
+                      strerror(errno));
+    mine_len += STORE_NONCE_SIZE;
+  }
+  WEFT_CHECK(send_msg(c, STORE_HELLO, mine, mine_len, 0, timeout_ms));
+  store_hdr_t h;
+  WEFT_CHECK(read_reply(c, timeout_ms, &h));
+  size_t want = h.status == STORE_PROVE ? sizeof theirs : STORE_HELLO_SIZE;
+  if (h.val_len != want || (h.status == STORE_PROVE && !c->token[0]))
     return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s sent a malformed hello reply", c->master);
-  WEFT_CHECK(net_recv_all(c->fd, theirs, sizeof theirs, timeout_ms));
+  WEFT_CHECK(net_recv_all(c->fd, theirs, want, timeout_ms));
+  if (h.status == STORE_PROVE)
+    return prove(c, mine, mine + STORE_HELLO_SIZE, theirs, timeout_ms);
+  if (h.status == STORE_OK && c->token[0])
+    /* A master that skips the proof does not know the token (a version 2 master without one
+     * refuses with UNEXPECTED_TOKEN instead). */
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "the master at %s accepted this rank without checking its job token", c->master);
   if (h.status == STORE_OK) return WEFT_SUCCESS;
   store_identity_t m;
   store_hello_decode(theirs, &m);
@@ -155,6 +219,16 @@ weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id
   c->fd = -1;
   c->timeout_ms = timeout_ms;
   c->id = *id;
+  c->id.token = NULL;
+  if (id->token && id->token[0]) {
+    if (strlen(id->token) >= sizeof c->token) {
+      free(c);
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store: the job token is longer than %zu bytes",
+                      sizeof c->token - 1);
+    }
+    strcpy(c->token, id->token);
+    c->id.token = c->token;
+  }
   net_addr_str(master, c->master, sizeof c->master);
   int64_t start = clock_now_ms();
   res = net_connect(master, timeout_ms, &c->fd);
@@ -183,6 +257,7 @@ fail:
 void store_close(store_client_t *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);
+  memset(c->token, 0, sizeof c->token);
   free(c);
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,7 +20,9 @@
 #include "bootstrap/store_kv.h"
 #include "bootstrap/store_wire.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/error.h"
+#include "common/hmac.h"
 #include "common/net.h"
 
 /* How long a refused client gets to read our answer before we close on it. */
@@ -27,7 +30,12 @@
 
 typedef struct {
   int fd;
-  int greeted; /* hello accepted: the other requests are allowed */
+  int greeted; /* hello (and with a job token, AUTH) accepted: the other requests are allowed */
+  /* Job token: the hello was fine and PROVE went out; only AUTH is allowed now. */
+  int challenged;
+  uint8_t hello[STORE_HELLO_SIZE]; /* the client's hello bytes: the MACs' context */
+  uint8_t nc[STORE_NONCE_SIZE], ns[STORE_NONCE_SIZE];
+  char peer[NET_ADDR_STRLEN]; /* for the refusal line */
   int closing; /* refused: flush the answer, shut down, wait for EOF or the linger deadline */
   int dead;
   /* The request being read. */
@@ -49,6 +57,7 @@ typedef struct {
 
 struct store_server {
   store_identity_t id;
+  char token[sizeof(((weft_config_t *)0)->job_token)]; /* id.token points here when set */
   int port;
   int listen_fd;
   int wake[2]; /* store_server_stop writes a byte to end the loop */
@@ -175,22 +184,66 @@ static void wake_parked(store_server_t *s) {
   }
 }
 
-static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body) {
+/* A refusal for the job token is always said on the server's stderr, not only with WEFT_DEBUG:
+ * someone without the token tried to join, and whoever runs the job should see it. */
+static void log_refusal(const store_server_t *s, const conn_t *c, const char *why) {
+  fprintf(stderr, "weft rank 0 (store on port %d): refused a connection from %s: %s\n", s->port,
+          c->peer, why);
+}
+
+static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body, uint32_t len) {
   store_identity_t them, us = s->id;
   store_hello_decode(body, &them);
   us.rank = them.rank;
   uint8_t ours[STORE_HELLO_SIZE];
   store_hello_encode(&us, ours);
-  if (them.job_id != s->id.job_id)
+  int has_nonce = len == STORE_HELLO_SIZE + STORE_NONCE_SIZE;
+  /* The token first: without it a stranger learns nothing but that one is required. */
+  if (s->token[0] && !has_nonce) {
+    log_refusal(s, c, "no job token (this job requires WEFT_JOB_TOKEN)");
+    refuse(c, STORE_NO_TOKEN, 0, ours, sizeof ours);
+  } else if (!s->token[0] && has_nonce) {
+    log_refusal(s, c, "it has a job token but this job has none (set WEFT_JOB_TOKEN on every "
+                      "rank or on none)");
+    refuse(c, STORE_UNEXPECTED_TOKEN, 0, ours, sizeof ours);
+  } else if (them.job_id != s->id.job_id)
     refuse(c, STORE_BAD_JOB, 0, ours, sizeof ours);
   else if (them.world_size != s->id.world_size)
     refuse(c, STORE_BAD_SIZE, 0, ours, sizeof ours);
   else if (them.rank < 0 || them.rank >= s->id.world_size)
     refuse(c, STORE_BAD_RANK, 0, ours, sizeof ours);
-  else {
+  else if (s->token[0]) {
+    /* Challenge: our fresh nonce and our proof; the client's answer is checked in on_auth. */
+    uint8_t val[STORE_HELLO_SIZE + STORE_NONCE_SIZE + STORE_MAC_SIZE];
+    memcpy(c->hello, body, STORE_HELLO_SIZE);
+    memcpy(c->nc, body + STORE_HELLO_SIZE, STORE_NONCE_SIZE);
+    if (hmac_random(c->ns, sizeof c->ns) != 0) {
+      c->dead = 1; /* no fresh nonce, no handshake: a fixed one would make replays work */
+      return;
+    }
+    memcpy(val, ours, sizeof ours);
+    memcpy(val + STORE_HELLO_SIZE, c->ns, STORE_NONCE_SIZE);
+    hmac_challenge(s->token, HMAC_LABEL_ACCEPT, c->hello, sizeof c->hello, c->nc, c->ns,
+                   val + STORE_HELLO_SIZE + STORE_NONCE_SIZE);
+    c->challenged = 1;
+    reply(c, STORE_PROVE, 0, val, sizeof val);
+  } else {
     c->greeted = 1;
     reply(c, STORE_OK, 0, ours, sizeof ours);
   }
+}
+
+static void on_auth(store_server_t *s, conn_t *c, const uint8_t *mac) {
+  uint8_t want[STORE_MAC_SIZE];
+  hmac_challenge(s->token, HMAC_LABEL_CONNECT, c->hello, sizeof c->hello, c->nc, c->ns, want);
+  c->challenged = 0;
+  if (c->hdr.arg == 0 && hmac_equal(want, mac, sizeof want)) {
+    c->greeted = 1;
+    reply(c, STORE_OK, 0, NULL, 0);
+    return;
+  }
+  log_refusal(s, c, c->hdr.arg == 0 ? "wrong job token" : "wrong job token (it found this job's proof wrong)");
+  refuse(c, STORE_BAD_TOKEN, 0, NULL, 0);
 }
 
 /* Counters are decimal text so that store_get shows them; anything else is not a counter. */
@@ -235,7 +288,10 @@ static void on_request(store_server_t *s, conn_t *c) {
   c->body = NULL;
   switch (h->type) {
     case STORE_HELLO:
-      on_hello(s, c, body);
+      on_hello(s, c, body, h->val_len);
+      break;
+    case STORE_AUTH:
+      on_auth(s, c, body);
       break;
     case STORE_SET:
       if (store_kv_put(s->kv, body, h->key_len, body + h->key_len, h->val_len) != 0) {
@@ -287,9 +343,14 @@ static int on_header(conn_t *c) {
     return -1;
   }
   if (store_hdr_problem(h) || h->type == STORE_REPLY) return -1;
-  /* Hello first, and only once. */
-  if (!c->greeted && h->type != STORE_HELLO) return -1;
-  if (c->greeted && h->type == STORE_HELLO) return -1;
+  /* Hello first, and only once; with a job token AUTH next, and nothing else before it. */
+  if (c->challenged) {
+    if (h->type != STORE_AUTH) return -1;
+  } else if (!c->greeted) {
+    if (h->type != STORE_HELLO) return -1;
+  } else if (h->type == STORE_HELLO || h->type == STORE_AUTH) {
+    return -1;
+  }
   c->body_len = (size_t)h->key_len + h->val_len;
   c->body_got = 0;
   c->body = malloc(c->body_len ? c->body_len : 1);
@@ -356,9 +417,26 @@ static void conn_free(conn_t *c) {
   free(c);
 }
 
+/* The dual-stack socket sees IPv4 clients as ::ffff:a.b.c.d; the refusal line names them the way
+ * their owner knows them. */
+static void unmap_v4(net_addr_t *a) {
+  const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->ss;
+  if (a->ss.ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) return;
+  struct sockaddr_in in4 = {0};
+  in4.sin_family = AF_INET;
+  in4.sin_port = in6->sin6_port;
+  memcpy(&in4.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+  memset(&a->ss, 0, sizeof a->ss);
+  memcpy(&a->ss, &in4, sizeof in4);
+  a->len = sizeof in4;
+}
+
 static void accept_all(store_server_t *s) {
   for (;;) {
-    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    net_addr_t from;
+    from.len = sizeof from.ss;
+    int fd = accept4(s->listen_fd, (struct sockaddr *)&from.ss, &from.len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return; /* EAGAIN, or out of fds: the backlog keeps the rest for later */
@@ -380,6 +458,8 @@ static void accept_all(store_server_t *s) {
     }
     c->fd = fd;
     c->deadline = -1;
+    unmap_v4(&from);
+    net_addr_str(&from, c->peer, sizeof c->peer);
     net_tune_stream(fd, 0); /* best effort: small replies should not wait for Nagle */
     s->conns[s->nconns++] = c;
   }
@@ -467,6 +547,7 @@ static void server_free(store_server_t *s) {
   if (s->wake[0] >= 0) close(s->wake[0]);
   if (s->wake[1] >= 0) close(s->wake[1]);
   store_kv_free(s->kv);
+  memset(s->token, 0, sizeof s->token);
   free(s);
 }
 
@@ -478,6 +559,16 @@ weft_result_t store_server_start(int port, const store_identity_t *id, store_ser
   store_server_t *s = calloc(1, sizeof *s);
   if (!s) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "store: out of memory");
   s->id = *id;
+  s->id.token = NULL;
+  if (id->token && id->token[0]) {
+    if (strlen(id->token) >= sizeof s->token) {
+      free(s);
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store: the job token is longer than %zu bytes",
+                      sizeof s->token - 1);
+    }
+    strcpy(s->token, id->token);
+    s->id.token = s->token;
+  }
   s->listen_fd = s->wake[0] = s->wake[1] = -1;
   /* A large backlog: every rank of a big job connects at the same moment. */
   res = net_listen_any(port, AF_UNSPEC, 4096, &s->listen_fd);

@@ -38,12 +38,17 @@ void store_hdr_decode(const uint8_t in[STORE_HDR_SIZE], store_hdr_t *h) {
 }
 
 const char *store_hdr_problem(const store_hdr_t *h) {
-  if (h->type < STORE_HELLO || h->type > STORE_REPLY) return "unknown message type";
+  if (h->type < STORE_HELLO || h->type > STORE_AUTH) return "unknown message type";
   if (h->key_len > STORE_MAX_KEY) return "key too long";
   if (h->val_len > STORE_MAX_VALUE) return "value too long";
   switch (h->type) {
     case STORE_HELLO:
-      if (h->key_len != 0 || h->val_len != STORE_HELLO_SIZE) return "malformed hello";
+      if (h->key_len != 0 ||
+          (h->val_len != STORE_HELLO_SIZE && h->val_len != STORE_HELLO_SIZE + STORE_NONCE_SIZE))
+        return "malformed hello";
+      break;
+    case STORE_AUTH:
+      if (h->key_len != 0 || h->val_len != STORE_MAC_SIZE) return "malformed auth";
       break;
     case STORE_SET:
     case STORE_GET:

@@ -15,12 +15,24 @@
  *     28    4   status      replies: STORE_OK ...
  *
  * Requests and their replies (type STORE_REPLY):
- *   HELLO  val = store_hello (16 bytes)  -> status, val = the server's store_hello
+ *   HELLO  val = store_hello (16 bytes), then Nc (32) when the client has a job token
+ *                                        -> status, val = the server's store_hello; with PROVE
+ *                                           also Ns (32) and the server's MAC (32)
+ *   AUTH   val = the client's MAC (32); arg = 1: the server's MAC was wrong, the client gives up
+ *                                        -> OK, or BAD_TOKEN
+ *   SET    key, val                      -> OK
  *   SET    key, val                      -> OK
  *   GET    key, timeout                  -> OK + val, or TIMEOUT (deferred until the key is set)
  *   ADD    key, arg = delta              -> OK + arg = new value, or NOT_INTEGER
  *   WAIT   val = key list, arg = n, timeout -> OK, or TIMEOUT + val = list of missing keys
- * A key list is, per key, a u32 length and the key's bytes. */
+ * A key list is, per key, a u32 length and the key's bytes.
+ *
+ * Job token (hmac.h): a server with a token answers a hello that carries Nc with PROVE, Ns and
+ * HMAC(token, "weft accept" || hello || Nc || Ns), where hello is the client's 16 hello bytes
+ * (job, world size, rank); the client checks it and answers AUTH with HMAC(token, "weft connect"
+ * || hello || Nc || Ns). Until that AUTH checks out the server serves nothing else. A hello
+ * without Nc to a server with a token is refused with NO_TOKEN, one with Nc to a server without
+ * a token with UNEXPECTED_TOKEN, so that a configuration that differs fails on both ends. */
 #ifndef WEFT_BOOTSTRAP_STORE_WIRE_H_
 #define WEFT_BOOTSTRAP_STORE_WIRE_H_
 
@@ -34,9 +46,12 @@ extern "C" {
 #endif
 
 #define STORE_MAGIC 0x54534657u /* "WFST" on the wire */
-#define STORE_VERSION 1
+/* 2: the job token's HELLO with a nonce and AUTH. */
+#define STORE_VERSION 2
 #define STORE_HDR_SIZE 32
 #define STORE_HELLO_SIZE 16
+#define STORE_NONCE_SIZE 32 /* HMAC_NONCE_BYTES */
+#define STORE_MAC_SIZE 32   /* SHA256_BYTES */
 #define STORE_MAX_KEY 4096
 #define STORE_MAX_VALUE (64u << 20)
 #define STORE_MAX_WAIT_KEYS 65536
@@ -48,7 +63,8 @@ enum {
   STORE_GET = 3,
   STORE_ADD = 4,
   STORE_WAIT = 5,
-  STORE_REPLY = 6
+  STORE_REPLY = 6,
+  STORE_AUTH = 7
 };
 
 enum {
@@ -58,7 +74,11 @@ enum {
   STORE_BAD_JOB = 3,
   STORE_BAD_SIZE = 4,
   STORE_BAD_RANK = 5,
-  STORE_NOT_INTEGER = 6 /* ADD on a value that is not a decimal integer */
+  STORE_NOT_INTEGER = 6, /* ADD on a value that is not a decimal integer */
+  STORE_PROVE = 7,       /* the hello is fine; now prove the job token (AUTH) */
+  STORE_NO_TOKEN = 8,    /* the server has a job token, the hello carried no nonce */
+  STORE_UNEXPECTED_TOKEN = 9, /* the hello carried a nonce, the server has no job token */
+  STORE_BAD_TOKEN = 10   /* AUTH's MAC is wrong */
 };
 
 typedef struct {

@@ -2,8 +2,10 @@
 #include "common/config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 
@@ -103,6 +105,13 @@ static const knob_t knobs[] = {
     {"WEFT_DEVICE", "auto", STRING_KNOB(device),
      "device engine for device buffers: auto (CUDA where built in and a GPU is present, else "
      "host buffers only), cuda, emulated (host memory standing in for a GPU, for tests), none"},
+    /* The token is a secret: a value that is too long is reported by name only (parse_knob). */
+    {"WEFT_JOB_TOKEN", "", STRING_KNOB(job_token),
+     "shared secret of the job: the store and every TCP peer connection prove both ends know it "
+     "(HMAC challenge-response); empty: no authentication (weft-run sets one per job)"},
+    {"WEFT_JOB_TOKEN_FILE", "", STRING_KNOB(job_token_file),
+     "file holding WEFT_JOB_TOKEN (trailing newline stripped; must not be readable by group or "
+     "others)"},
     {"WEFT_TRACE", "", STRING_KNOB(trace),
      "write a Chrome trace of every step: rank N writes PATH.rankN.json (weft-run merges them)"},
     /* 72 bytes an event: the default caps a rank's trace buffer near 72 MB. */
@@ -148,6 +157,48 @@ static weft_result_t parse_knob(const knob_t *k, const char *text, weft_config_t
   return WEFT_SUCCESS;
 }
 
+/* Reads WEFT_JOB_TOKEN_FILE into cfg->job_token. A file that others may read is refused rather
+ * than used: the token only keeps strangers out while they cannot read it. Errors name the path,
+ * never the content. */
+static weft_result_t read_token_file(weft_config_t *cfg) {
+  const char *path = cfg->job_token_file;
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_JOB_TOKEN_FILE=%s: cannot read it: %s", path,
+                    strerror(errno));
+  struct stat st;
+  weft_result_t res = WEFT_SUCCESS;
+  if (fstat(fileno(f), &st) != 0) {
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_JOB_TOKEN_FILE=%s: %s", path, strerror(errno));
+  } else if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                   "WEFT_JOB_TOKEN_FILE=%s is accessible to group or others (mode %03o): make it "
+                   "private (chmod 600)",
+                   path, (unsigned)(st.st_mode & 0777));
+  } else {
+    size_t n = fread(cfg->job_token, 1, sizeof cfg->job_token, f);
+    if (ferror(f))
+      res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_JOB_TOKEN_FILE=%s: read failed", path);
+    else if (n == sizeof cfg->job_token)
+      res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                     "WEFT_JOB_TOKEN_FILE=%s: the token is longer than %zu bytes", path,
+                     sizeof cfg->job_token - 1);
+    else {
+      cfg->job_token[n] = '\0';
+      if (strlen(cfg->job_token) != n)
+        res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                       "WEFT_JOB_TOKEN_FILE=%s holds a NUL byte: the token must be text", path);
+      while (n > 0 && (cfg->job_token[n - 1] == '\n' || cfg->job_token[n - 1] == '\r'))
+        cfg->job_token[--n] = '\0';
+      if (res == WEFT_SUCCESS && n == 0)
+        res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_JOB_TOKEN_FILE=%s is empty", path);
+    }
+  }
+  fclose(f);
+  if (res != WEFT_SUCCESS) memset(cfg->job_token, 0, sizeof cfg->job_token);
+  return res;
+}
+
 weft_result_t config_load(weft_config_t *cfg, config_getenv_fn get, void *ctx) {
   if (!get) get = process_getenv;
   memset(cfg, 0, sizeof *cfg);
@@ -155,6 +206,12 @@ weft_result_t config_load(weft_config_t *cfg, config_getenv_fn get, void *ctx) {
     const char *set = get(ctx, knobs[i].name);
     WEFT_CHECK(parse_knob(&knobs[i], knobs[i].default_value, cfg));
     if (set && *set) WEFT_CHECK(parse_knob(&knobs[i], set, cfg));
+  }
+  if (cfg->job_token_file[0]) {
+    if (cfg->job_token[0])
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "both WEFT_JOB_TOKEN and WEFT_JOB_TOKEN_FILE are set: set one of them");
+    WEFT_CHECK(read_token_file(cfg));
   }
   return WEFT_SUCCESS;
 }

@@ -40,6 +40,10 @@ typedef struct {
   int ib_timeout;          /* WEFT_IB_TIMEOUT: QP ack timeout, 4.096 us * 2^value */
   int ib_retry_cnt;        /* WEFT_IB_RETRY_CNT: QP retransmissions before a write fails */
   int ib_gdr;              /* WEFT_IB_GDR: 1 = device buffers straight from device memory (GPUDirect) */
+  /* WEFT_JOB_TOKEN, or the content of WEFT_JOB_TOKEN_FILE: the job's shared secret; "" = none.
+   * Never printed: errors and WEFT_DEBUG lines name the variable or file, not the value. */
+  char job_token[1024];
+  char job_token_file[512]; /* WEFT_JOB_TOKEN_FILE: where job_token was read from, "" = not */
 } weft_config_t;
 
 typedef const char *(*config_getenv_fn)(void *ctx, const char *name);

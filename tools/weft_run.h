@@ -13,6 +13,7 @@
 #define WR_EXIT_TIMEOUT 124
 
 #define WR_JOB_ID_MAX 64
+#define WR_TOKEN_BYTES 32
 #define WR_ERR_MAX 512
 
 typedef struct {
@@ -25,6 +26,9 @@ typedef struct {
   double timeout_s;        /* 0 = no limit */
   char **argv;             /* program and its arguments, NULL-terminated (inside main's argv) */
   char job_id[WR_JOB_ID_MAX];
+  /* WEFT_JOB_TOKEN weft-run made for this job's ranks (hex of 32 random bytes), "" when it passes
+   * on the WEFT_JOB_TOKEN or WEFT_JOB_TOKEN_FILE it was given, or sets none (M > 1). */
+  char job_token[2 * WR_TOKEN_BYTES + 1];
 } wr_opts;
 
 /* Parses the command line into `o`. Returns WR_EXIT_OK to go on, WR_EXIT_USAGE with a message in

@@ -44,7 +44,14 @@ void wr_print_usage(FILE *f) {
           "                          destroys or aborts its communicator; when all have exited,\n"
           "                          weft-run merges the files into PATH (PATH.node<K>.json if\n"
           "                          M > 1), for Perfetto or chrome://tracing, and removes them;\n"
-          "                          files left by an earlier run are removed before the start\n");
+          "                          files left by an earlier run are removed before the start\n"
+          "  WEFT_JOB_TOKEN=SECRET   the job's shared secret: the store and every TCP connection\n"
+          "  WEFT_JOB_TOKEN_FILE=F   between ranks check that both ends know it, refusing other\n"
+          "                          processes. Given either, weft-run passes it on; else with\n"
+          "                          M = 1 it makes a random token per job and gives it to the\n"
+          "                          ranks in their environment (never on a command line); with\n"
+          "                          M > 1 set one alike on every node, or the job runs without\n"
+          "                          one (any process that can reach the ports may join)\n");
 }
 
 /* Parses all of `s` as an integer in [lo, hi]. */
@@ -240,6 +247,34 @@ static uint64_t fnv1a(const char *s, uint64_t h) {
   return h;
 }
 
+/* A fresh job token for one node's ranks. No fallback to the clock as random_u64 has: a token
+ * that can be guessed is no token. */
+static int make_token(wr_opts *o, char *err, size_t errlen) {
+  unsigned char raw[WR_TOKEN_BYTES];
+  size_t got = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  while (fd >= 0 && got < sizeof(raw)) {
+    ssize_t n = read(fd, raw + got, sizeof(raw) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  int e = errno;
+  if (fd >= 0) close(fd);
+  if (got < sizeof(raw)) {
+    snprintf(err, errlen, "cannot make a job token from /dev/urandom: %s", strerror(e));
+    return WR_EXIT_USAGE;
+  }
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < sizeof(raw); i++) {
+    o->job_token[2 * i] = hex[raw[i] >> 4];
+    o->job_token[2 * i + 1] = hex[raw[i] & 15];
+  }
+  o->job_token[2 * sizeof(raw)] = '\0';
+  memset(raw, 0, sizeof(raw));
+  return WR_EXIT_OK;
+}
+
 int wr_finish_opts(wr_opts *o, char *err, size_t errlen) {
   if (o->master_port == 0) {
     if (o->nnodes > 1) {
@@ -250,9 +285,14 @@ int wr_finish_opts(wr_opts *o, char *err, size_t errlen) {
     if (o->master_port < 0) return WR_EXIT_USAGE;
   }
 
+  /* A token given to weft-run is inherited by its ranks as it is. Otherwise a single node makes
+   * one for its ranks; several nodes' launchers could not agree on a random one, so there the
+   * user sets it (README.md, "Job token"). */
+  const char *tok = getenv("WEFT_JOB_TOKEN"), *tok_file = getenv("WEFT_JOB_TOKEN_FILE");
+  int given = (tok && tok[0]) || (tok_file && tok_file[0]);
   if (o->nnodes == 1) {
     snprintf(o->job_id, sizeof(o->job_id), "%016llx", (unsigned long long)random_u64());
-    return WR_EXIT_OK;
+    return given ? WR_EXIT_OK : make_token(o, err, errlen);
   }
   const char *env = getenv("WEFT_JOB_ID");
   if (env != NULL && env[0] != '\0') {

@@ -81,6 +81,8 @@ static void exec_rank(const wr_opts *o, int local, int out_fd, int err_fd, pid_t
   setenv("MASTER_ADDR", o->master_addr, 1);
   set_env_int("MASTER_PORT", o->master_port);
   setenv("WEFT_JOB_ID", o->job_id, 1);
+  /* In the environment, not in argv: ps shows a command line to every user of the machine. */
+  if (o->job_token[0]) setenv("WEFT_JOB_TOKEN", o->job_token, 1);
 
   execvp(o->argv[0], o->argv);
   int e = errno;

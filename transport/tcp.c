@@ -5,7 +5,16 @@
  * accepting and acknowledging everyone else's, stashing them until their owner asks, so ranks may
  * connect to their peers in any order without deadlock. The hello carries a magic number, the
  * protocol version, the communicator id and both ranks: a stray client, another job or another
- * communicator is refused with a reason instead of being mistaken for a peer.
+ * communicator is refused with a reason instead of being mistaken for a peer. With a job token
+ * (WEFT_JOB_TOKEN) both ends also prove that they know it before a socket counts as a peer's
+ * (tcp_wire.h); a stranger is refused with a line on this rank's stderr.
+ *
+ * What the token does not cover: after the handshake the bytes are neither encrypted nor
+ * authenticated, so someone who can read or inject on the network path can still see or alter a
+ * connection (use a trusted network, or a VPN/IPsec). The shm transport needs no handshake of its
+ * own: only processes on this host with access to its POSIX shared memory names can reach it,
+ * the same user's processes by the objects' 0600 mode. The verbs transport exchanges its queue
+ * pairs over an embedded TCP transport, so its connections go through this handshake too.
  *
  * Striping. Both ends apply the same rule to each message, using only its length and the count
  * of messages before it in that direction: a large message is cut into one part per lane, sent in
@@ -22,6 +31,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/hmac.h"
 #include "common/net.h"
 #include "common/spin.h"
 #include "transport/tcp_wire.h"
@@ -110,27 +120,92 @@ static void tcp_destroy(transport_t *base) {
   free(t);
 }
 
-/* Accepts one connection, reads its hello and acknowledges it; a valid one is stashed for its
- * owner. Garbage and foreign connections are refused and dropped: they are not this rank's error.
- */
+/* A connection refused for the job token is said on this rank's stderr, not only with WEFT_DEBUG:
+ * someone without the token reached this rank's port, and whoever runs the job should see it. */
+static void log_refusal(const tcp_transport_t *t, int fd, const char *why) {
+  char me[NET_ADDR_STRLEN], them[NET_ADDR_STRLEN] = "an unknown address";
+  net_addr_t from;
+  from.len = sizeof from.ss;
+  if (getpeername(fd, (struct sockaddr *)&from.ss, &from.len) == 0)
+    net_addr_str(&from, them, sizeof them);
+  net_addr_str(&t->listen_addr, me, sizeof me);
+  fprintf(stderr, "weft rank %d (listening at %s): refused a connection from %s: %s\n", t->rank,
+          me, them, why);
+}
+
+/* With a job token: challenge the connector with a fresh nonce and our proof, then check its
+ * proof (tcp_wire.h). Returns 1 when it knows the token. */
+static int challenge(tcp_transport_t *t, int fd, const unsigned char *raw, const tcp_hello_t *h) {
+  unsigned char ack[TCP_ACK_BYTES + TCP_PROVE_BYTES], proof[TCP_PROOF_BYTES];
+  unsigned char *ns = ack + TCP_ACK_BYTES, want[TCP_MAC_BYTES];
+  if (hmac_random(ns, TCP_NONCE_BYTES) != 0) return 0; /* no fresh nonce, no handshake */
+  tcp_ack_encode(ack, TCP_ACK_PROVE);
+  hmac_challenge(t->cfg->job_token, HMAC_LABEL_ACCEPT, raw, TCP_HELLO_CONTEXT, h->nonce, ns,
+                 ns + TCP_NONCE_BYTES);
+  if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS) return 0;
+  /* The connector answers as soon as it reads our ack; one that does not is not a peer. */
+  if (net_recv_all(fd, proof, sizeof proof, 5000) != WEFT_SUCCESS) {
+    log_refusal(t, fd, "no proof of the job token within 5 s");
+    return 0;
+  }
+  hmac_challenge(t->cfg->job_token, HMAC_LABEL_CONNECT, raw, TCP_HELLO_CONTEXT, h->nonce, ns, want);
+  int32_t status = tcp_ack_decode(proof);
+  if (status == TCP_ACK_OK && hmac_equal(want, proof + 8, sizeof want)) return 1;
+  log_refusal(t, fd,
+              status == TCP_ACK_BAD_TOKEN ? "wrong job token (it found this rank's proof wrong)"
+                                          : "wrong job token");
+  return 0;
+}
+
+/* Accepts one connection, reads its hello and acknowledges it; a valid one (with a job token: one
+ * that proved it knows the token) is stashed for its owner. Garbage and foreign connections are
+ * refused and dropped: they are not this rank's error. */
 static weft_result_t accept_one(tcp_transport_t *t, int timeout_ms) {
   int fd;
   WEFT_CHECK(net_accept(t->listen_fd, timeout_ms, &fd));
   tcp_hello_t hello;
   unsigned char raw[TCP_HELLO_BYTES];
-  /* A peer sends its hello right after connecting; a client that does not is not a peer. */
-  if (net_recv_all(fd, raw, sizeof raw, 5000) != WEFT_SUCCESS) {
+  unsigned char ack[TCP_ACK_BYTES];
+  /* A peer sends its hello right after connecting; a client that does not is not a peer. The
+   * version comes first, so that another version (whose hello may be shorter) is told at once. */
+  if (net_recv_all(fd, raw, TCP_HELLO_PREFIX, 5000) != WEFT_SUCCESS) {
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  int64_t version = tcp_hello_version(raw);
+  if (version < 0) {
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  if (version != TCP_WIRE_VERSION) {
+    tcp_ack_encode(ack, TCP_ACK_VERSION);
+    (void)net_send_all(fd, ack, sizeof ack, 5000);
+    close(fd);
+    return WEFT_SUCCESS;
+  }
+  if (net_recv_all(fd, raw + TCP_HELLO_PREFIX, sizeof raw - TCP_HELLO_PREFIX, 5000) !=
+      WEFT_SUCCESS) {
     close(fd);
     return WEFT_SUCCESS;
   }
   int32_t status = tcp_hello_decode(raw, &hello, t->comm_id, t->rank, t->nranks, t->nlanes);
-  if (status == TCP_ACK_GARBAGE) {
-    close(fd);
-    return WEFT_SUCCESS;
+  int token = t->cfg->job_token[0] != '\0';
+  /* The token first: without it a stranger learns nothing but that one is required. */
+  if (token && !hello.has_token) {
+    log_refusal(t, fd, "no job token (this job requires WEFT_JOB_TOKEN)");
+    status = TCP_ACK_NO_TOKEN;
+  } else if (!token && hello.has_token) {
+    log_refusal(t, fd, "it has a job token but this rank has none (set WEFT_JOB_TOKEN on every "
+                       "rank or on none)");
+    status = TCP_ACK_UNEXPECTED_TOKEN;
   }
-  unsigned char ack[TCP_ACK_BYTES];
-  tcp_ack_encode(ack, status);
-  if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS || status != TCP_ACK_OK) {
+  if (status != TCP_ACK_OK || !token) {
+    tcp_ack_encode(ack, status);
+    if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS || status != TCP_ACK_OK) {
+      close(fd);
+      return WEFT_SUCCESS;
+    }
+  } else if (!challenge(t, fd, raw, &hello)) {
     close(fd);
     return WEFT_SUCCESS;
   }
@@ -161,25 +236,53 @@ static void conn_free(tcp_conn_t *c) {
   free(c);
 }
 
+/* The connector's half of the job token (tcp_wire.h): check the acceptor's MAC, then send our
+ * proof. `prove_bytes` holds Ns and the acceptor's MAC. */
+static weft_result_t prove(tcp_transport_t *t, tcp_conn_t *c, int lane, const unsigned char *raw,
+                           const unsigned char *prove_bytes, const char *where, int64_t deadline) {
+  const unsigned char *nc = raw + TCP_HELLO_CONTEXT + 4, *ns = prove_bytes;
+  unsigned char want[TCP_MAC_BYTES], proof[TCP_PROOF_BYTES] = {0};
+  int left = (int)(deadline - clock_now_ms());
+  if (left < 1000) left = 1000; /* the acceptor waits for this; let it arrive */
+  hmac_challenge(t->cfg->job_token, HMAC_LABEL_ACCEPT, raw, TCP_HELLO_CONTEXT, nc, ns, want);
+  if (!hmac_equal(want, prove_bytes + TCP_NONCE_BYTES, sizeof want)) {
+    /* Say so, so that the acceptor logs the refusal too; no proof of ours goes to a party that
+     * could not prove itself. */
+    tcp_ack_encode(proof, TCP_ACK_BAD_TOKEN);
+    (void)net_send_all(c->lanes[lane].fd, proof, sizeof proof, left);
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d at %s does not know this job's token: WEFT_JOB_TOKEN differs between "
+                    "the ranks (or something else listens at that address)",
+                    c->base.peer, where);
+  }
+  tcp_ack_encode(proof, TCP_ACK_OK);
+  hmac_challenge(t->cfg->job_token, HMAC_LABEL_CONNECT, raw, TCP_HELLO_CONTEXT, nc, ns, proof + 8);
+  return net_send_all(c->lanes[lane].fd, proof, sizeof proof, left);
+}
+
 /* The lower rank's side: open every lane, send hellos, then wait for every ack while still
  * serving the listen socket so that higher ranks waiting on us are never stuck. */
 static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net_addr_t *peer_addr,
                                     int64_t deadline) {
   char where[96];
   net_addr_str(peer_addr, where, sizeof where);
+  int token = t->cfg->job_token[0] != '\0';
+  /* Each lane's hello: its first TCP_HELLO_CONTEXT bytes and Nc are the MACs' input. */
+  unsigned char raw[XFER_MAX_LANES][TCP_HELLO_BYTES];
   for (int lane = 0; lane < c->nlanes; lane++) {
     int left = (int)(deadline - clock_now_ms());
     if (left < 1) left = 1;
     WEFT_CHECK(net_connect(peer_addr, left, &c->lanes[lane].fd));
-    unsigned char raw[TCP_HELLO_BYTES];
-    tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes};
-    tcp_hello_encode(raw, &hello);
-    WEFT_CHECK(net_send_all(c->lanes[lane].fd, raw, sizeof raw, left));
+    tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes, token, {0}};
+    if (token && hmac_random(hello.nonce, sizeof hello.nonce) != 0)
+      return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s", strerror(errno));
+    tcp_hello_encode(raw[lane], &hello);
+    WEFT_CHECK(net_send_all(c->lanes[lane].fd, raw[lane], sizeof raw[lane], left));
   }
   for (int lane = 0; lane < c->nlanes; lane++) {
-    unsigned char ack[TCP_ACK_BYTES];
-    size_t got = 0;
-    while (got < sizeof ack) {
+    unsigned char ack[TCP_ACK_BYTES + TCP_PROVE_BYTES];
+    size_t got = 0, need = TCP_ACK_BYTES;
+    while (got < need) {
       int left = (int)(deadline - clock_now_ms());
       if (left <= 0)
         return WEFT_ERR(WEFT_ERR_TIMEOUT,
@@ -200,12 +303,23 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
           return WEFT_ERR(WEFT_ERR_REMOTE, "handshake with rank %d at %s: %s", c->base.peer, where,
                           strerror(errno));
         if (r > 0) got += (size_t)r;
+        /* A PROVE ack carries the acceptor's nonce and MAC after it. */
+        if (got == TCP_ACK_BYTES && need == TCP_ACK_BYTES && token &&
+            tcp_ack_decode(ack) == TCP_ACK_PROVE)
+          need += TCP_PROVE_BYTES;
       }
     }
     int32_t status = tcp_ack_decode(ack);
-    if (status != TCP_ACK_OK)
+    if (status == TCP_ACK_PROVE && token)
+      WEFT_CHECK(prove(t, c, lane, raw[lane], ack + TCP_ACK_BYTES, where, deadline));
+    else if (status != TCP_ACK_OK)
       return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", c->base.peer,
                       where, tcp_ack_reason(status));
+    else if (token)
+      /* A version 2 acceptor without a token refuses with UNEXPECTED_TOKEN instead. */
+      return WEFT_ERR(WEFT_ERR_MISMATCH,
+                      "rank %d at %s accepted the connection without checking the job token",
+                      c->base.peer, where);
   }
   return WEFT_SUCCESS;
 }

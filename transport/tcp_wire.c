@@ -20,7 +20,7 @@ static uint64_t get64(const unsigned char *p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-/* Layout: magic, version, lane, comm id, from, to, nlanes, reserved. */
+/* Layout: magic, version, comm id, from, to, lane, nlanes, token flag, nonce. */
 void tcp_hello_encode(unsigned char out[TCP_HELLO_BYTES], const tcp_hello_t *h) {
   put32(out, TCP_WIRE_MAGIC);
   put32(out + 4, TCP_WIRE_VERSION);
@@ -29,6 +29,13 @@ void tcp_hello_encode(unsigned char out[TCP_HELLO_BYTES], const tcp_hello_t *h) 
   put32(out + 20, (uint32_t)h->to_rank);
   put32(out + 24, (uint32_t)h->lane);
   put32(out + 28, (uint32_t)h->nlanes);
+  put32(out + 32, (uint32_t)h->has_token);
+  for (int i = 0; i < TCP_NONCE_BYTES; i++) out[36 + i] = h->nonce[i];
+}
+
+int64_t tcp_hello_version(const unsigned char in[TCP_HELLO_PREFIX]) {
+  if (get32(in) != TCP_WIRE_MAGIC) return -1;
+  return get32(in + 4);
 }
 
 int32_t tcp_hello_decode(const unsigned char in[TCP_HELLO_BYTES], tcp_hello_t *h,
@@ -40,6 +47,8 @@ int32_t tcp_hello_decode(const unsigned char in[TCP_HELLO_BYTES], tcp_hello_t *h
   h->to_rank = (int32_t)get32(in + 20);
   h->lane = (int32_t)get32(in + 24);
   h->nlanes = (int32_t)get32(in + 28);
+  h->has_token = get32(in + 32) != 0;
+  for (int i = 0; i < TCP_NONCE_BYTES; i++) h->nonce[i] = in[36 + i];
   if (h->comm_id != my_comm_id) return TCP_ACK_OTHER_COMM;
   if (h->to_rank != my_rank || h->from_rank < 0 || h->from_rank >= nranks ||
       h->from_rank >= my_rank)
@@ -67,6 +76,16 @@ const char *tcp_ack_reason(int32_t status) {
     case TCP_ACK_BAD_RANK: return "the ranks in the handshake do not match";
     case TCP_ACK_BAD_LANES:
       return "WEFT_NSOCKS differs between the two ranks (set it the same everywhere)";
+    case TCP_ACK_NO_TOKEN:
+      return "it requires a job token and this rank has none (set WEFT_JOB_TOKEN alike on every "
+             "rank)";
+    case TCP_ACK_UNEXPECTED_TOKEN:
+      return "this rank has a job token but it has none (set WEFT_JOB_TOKEN alike on every rank, "
+             "or on none)";
+    case TCP_ACK_BAD_TOKEN: return "it does not know this job's token";
+    case TCP_ACK_PROVE:
+      return "it asks for a job token and this rank has none (set WEFT_JOB_TOKEN alike on every "
+             "rank)";
     default: return "unknown reason";
   }
 }

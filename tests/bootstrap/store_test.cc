@@ -64,7 +64,7 @@ class StoreTest : public ::testing::Test {
   void TearDown() override { store_server_stop(server_); }
 
   void StartServer(int world_size) {
-    store_identity_t id = {kJob, world_size, 0};
+    store_identity_t id = {kJob, world_size, 0, nullptr};
     ASSERT_EQ(store_server_start(0, &id, &server_), WEFT_SUCCESS) << err_last();
     port_ = store_server_port(server_);
     ASSERT_GT(port_, 0);
@@ -72,7 +72,7 @@ class StoreTest : public ::testing::Test {
 
   weft_result_t Connect(int rank, store_client_t **c, uint64_t job = kJob, int world_size = 4,
                         const char *host = "127.0.0.1") {
-    store_identity_t id = {job, world_size, rank};
+    store_identity_t id = {job, world_size, rank, nullptr};
     net_addr_t a = Addr(host, port_);
     err_clear();
     return store_connect(&a, &id, kTimeoutMs, c);
@@ -168,7 +168,7 @@ TEST_F(StoreTest, AddOnNonIntegerFails) {
 
 // Every rank: publish its address, count itself in, wait for all, read everyone's address.
 void Rendezvous(int port, int rank, int world, std::string *error) {
-  store_identity_t id = {kJob, world, rank};
+  store_identity_t id = {kJob, world, rank, nullptr};
   net_addr_t a;
   store_client_t *c = nullptr;
   char key[32], want[32], buf[32];
@@ -316,7 +316,7 @@ TEST_F(StoreTest, WaitTimeoutNamesMissingKeys) {
 TEST_F(StoreTest, UnreachableMasterFailsWithinTimeout) {
   store_server_stop(server_);
   server_ = nullptr;  // nobody listens on port_ any more
-  store_identity_t id = {kJob, 4, 2};
+  store_identity_t id = {kJob, 4, 2, nullptr};
   net_addr_t a = Addr("127.0.0.1", port_);
   store_client_t *c = nullptr;
   auto start = Clock::now();
@@ -411,7 +411,7 @@ TEST_F(StoreTest, RequestBeforeHelloIsDropped) {
 
 TEST_F(StoreTest, OversizedLengthIsDropped) {
   int fd = RawConnect();
-  store_identity_t id = {kJob, 4, 1};
+  store_identity_t id = {kJob, 4, 1, nullptr};
   uint8_t hello[STORE_HELLO_SIZE];
   store_hello_encode(&id, hello);
   size_t total;
@@ -431,7 +431,7 @@ TEST_F(StoreTest, OversizedLengthIsDropped) {
 
 TEST_F(StoreTest, WrongVersionHelloGetsTheServersVersion) {
   int fd = RawConnect();
-  store_identity_t id = {kJob, 4, 1};
+  store_identity_t id = {kJob, 4, 1, nullptr};
   uint8_t buf[STORE_HDR_SIZE + STORE_HELLO_SIZE];
   store_hdr_t h = {STORE_MAGIC, 99, STORE_HELLO, 0, STORE_HELLO_SIZE, 0, 0, 0};
   store_hdr_encode(&h, buf);
@@ -484,16 +484,17 @@ TEST(StoreClientTest, OtherProtocolVersionIsNamed) {
   std::string reply(STORE_HDR_SIZE, '\0');
   store_hdr_encode(&h, (uint8_t *)&reply[0]);
   FakeMaster master(reply);
-  store_identity_t id = {kJob, 4, 1};
+  store_identity_t id = {kJob, 4, 1, nullptr};
   store_client_t *c = nullptr;
   EXPECT_EQ(store_connect(&master.addr_, &id, 2000, &c), WEFT_ERR_MISMATCH);
-  EXPECT_MSG_HAS("speaks store protocol version 99, this process speaks version 1");
+  EXPECT_MSG_HAS("speaks store protocol version 99, this process speaks version " +
+                 std::to_string(STORE_VERSION));
   EXPECT_EQ(c, nullptr);
 }
 
 TEST(StoreClientTest, SomethingElseOnMasterPortIsNamed) {
   FakeMaster master("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-  store_identity_t id = {kJob, 4, 1};
+  store_identity_t id = {kJob, 4, 1, nullptr};
   store_client_t *c = nullptr;
   EXPECT_EQ(store_connect(&master.addr_, &id, 2000, &c), WEFT_ERR_REMOTE);
   EXPECT_MSG_HAS("not the weft store protocol");
@@ -501,7 +502,7 @@ TEST(StoreClientTest, SomethingElseOnMasterPortIsNamed) {
 }
 
 TEST_F(StoreTest, PortInUseNamesMasterPort) {
-  store_identity_t id = {kJob, 4, 0};
+  store_identity_t id = {kJob, 4, 0, nullptr};
   store_server_t *second = nullptr;
   EXPECT_EQ(store_server_start(port_, &id, &second), WEFT_ERR_SYSTEM);
   EXPECT_MSG_HAS("store: cannot serve on MASTER_PORT " + std::to_string(port_));

@@ -1,6 +1,9 @@
 // config_test.cc -- the WEFT_* knob table: defaults, parsing and the errors for bad values.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <map>
 #include <string>
 
@@ -56,6 +59,62 @@ TEST(Config, RejectsMalformedAndOutOfRangeValues) {
     EXPECT_EQ(config_load(&cfg, fake_getenv, &env), WEFT_ERR_INVALID_ARGUMENT) << c.name;
     EXPECT_NE(std::string(err_last()).find(c.expect), std::string::npos) << err_last();
   }
+}
+
+// A private file for WEFT_JOB_TOKEN_FILE tests, removed when it goes out of scope.
+struct TokenFile {
+  std::string path;
+  TokenFile(const std::string& content, mode_t mode) {
+    char tmpl[] = "/tmp/weft_token_XXXXXX";
+    int fd = mkstemp(tmpl);
+    path = tmpl;
+    EXPECT_EQ(write(fd, content.data(), content.size()), (ssize_t)content.size());
+    fchmod(fd, mode);
+    close(fd);
+  }
+  ~TokenFile() { unlink(path.c_str()); }
+};
+
+TEST(Config, JobTokenFromTheVariableOrAFile) {
+  std::map<std::string, std::string> env = {{"WEFT_JOB_TOKEN", "s3cret value"}};
+  weft_config_t cfg;
+  ASSERT_EQ(config_load(&cfg, fake_getenv, &env), WEFT_SUCCESS) << err_last();
+  EXPECT_STREQ(cfg.job_token, "s3cret value");
+
+  TokenFile f("from a file\n", 0600);
+  env = {{"WEFT_JOB_TOKEN_FILE", f.path}};
+  ASSERT_EQ(config_load(&cfg, fake_getenv, &env), WEFT_SUCCESS) << err_last();
+  EXPECT_STREQ(cfg.job_token, "from a file");
+
+  env = {};
+  ASSERT_EQ(config_load(&cfg, fake_getenv, &env), WEFT_SUCCESS);
+  EXPECT_STREQ(cfg.job_token, "");
+}
+
+TEST(Config, JobTokenErrorsNameThePathNeverTheToken) {
+  TokenFile loose("hush-hush\n", 0644), empty("\n", 0600);
+  struct Case {
+    std::map<std::string, std::string> env;
+    const char* expect;
+  } cases[] = {
+      {{{"WEFT_JOB_TOKEN", "hush-hush"}, {"WEFT_JOB_TOKEN_FILE", empty.path}}, "both"},
+      {{{"WEFT_JOB_TOKEN_FILE", "/nonexistent/weft-token"}}, "/nonexistent/weft-token"},
+      {{{"WEFT_JOB_TOKEN_FILE", loose.path}}, "chmod 600"},
+      {{{"WEFT_JOB_TOKEN_FILE", empty.path}}, "is empty"},
+      {{{"WEFT_JOB_TOKEN", "hush-hush" + std::string(2000, 'x')}}, "WEFT_JOB_TOKEN is longer"},
+  };
+  for (Case& c : cases) {
+    weft_config_t cfg;
+    EXPECT_EQ(config_load(&cfg, fake_getenv, &c.env), WEFT_ERR_INVALID_ARGUMENT) << c.expect;
+    std::string err = err_last();
+    EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+    EXPECT_EQ(err.find("hush-hush"), std::string::npos) << err;
+  }
+  // The loose file's error names it.
+  std::map<std::string, std::string> env = {{"WEFT_JOB_TOKEN_FILE", loose.path}};
+  weft_config_t cfg;
+  config_load(&cfg, fake_getenv, &env);
+  EXPECT_NE(std::string(err_last()).find(loose.path), std::string::npos) << err_last();
 }
 
 TEST(Config, EveryKnobIsDescribed) {
