@@ -255,12 +255,19 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   /* Device calls slice as their connections' slots do (config_for_device). */
   const weft_config_t *cfg = device ? &c->dev_config : &c->config;
   size_t slice_elems = cfg->slice_bytes / esize ? cfg->slice_bytes / esize : 1;
-  sched_args_t args = {
-      k->coll,        c->rank,        c->nranks,
-      k->count,       k->root,        sh.in_place,
-      c->node_of,     c->nnodes,      sched_round_count(slice_elems, cfg->shm_slots),
-      k->send_counts, k->send_displs, k->recv_counts,
-      k->recv_displs};
+  sched_args_t args = {.coll = k->coll,
+                       .rank = c->rank,
+                       .nranks = c->nranks,
+                       .count = k->count,
+                       .root = k->root,
+                       .in_place = sh.in_place,
+                       .node_of = c->node_of,
+                       .nnodes = c->nnodes,
+                       .round_count = sched_round_count(slice_elems, cfg->shm_slots),
+                       .send_counts = k->send_counts,
+                       .send_displs = k->send_displs,
+                       .recv_counts = k->recv_counts,
+                       .recv_displs = k->recv_displs};
   /* all_to_allv's count is unused (the ranks' totals differ; the tokens check the pairs). */
   size_t count = k->coll == WEFT_COLL_ALL_TO_ALLV ? 0 : k->count;
   coll_desc_t d = {k->coll,
@@ -443,8 +450,17 @@ weft_result_t weft_all_to_all(const void *sendbuf, void *recvbuf, size_t count, 
 weft_result_t weft_all_to_allv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                                void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                                weft_dtype_t dtype, weft_comm_t *comm, weft_stream_t stream) {
-  weft_call_t k = {WEFT_COLL_ALL_TO_ALLV, sendbuf,    recvbuf, 0,          dtype,  WEFT_SUM, -1,
-                   WEFT_ALGO_AUTO,        sendcounts, sdispls, recvcounts, rdispls};
+  weft_call_t k = {.coll = WEFT_COLL_ALL_TO_ALLV,
+                   .sendbuf = sendbuf,
+                   .recvbuf = recvbuf,
+                   .dtype = dtype,
+                   .op = WEFT_SUM,
+                   .root = -1,
+                   .algo = WEFT_ALGO_AUTO,
+                   .send_counts = sendcounts,
+                   .send_displs = sdispls,
+                   .recv_counts = recvcounts,
+                   .recv_displs = rdispls};
   return weft_call(&k, comm, stream);
 }
 
