@@ -99,7 +99,11 @@ for t in "${targets[@]}"; do
     corpus=$work/corpus-$t
     mkdir -p "$corpus" "$work/artifacts-$t"
     [ -d tests/fuzz/corpus/$t ] && cp -r tests/fuzz/corpus/$t/. "$corpus/"
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    # A target's dictionary (tests/fuzz/<target>.dict): words of its format that random bytes
+    # rarely spell, e.g. variable names.
+    dict=()
+    [ -f tests/fuzz/$t.dict ] && dict=(-dict=tests/fuzz/$t.dict)
+    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 "${dict[@]}" \
       -print_final_stats=1 -artifact_prefix="$work/artifacts-$t/" "$corpus" \
       >"$work/$t.log" 2>&1
     rc=$?
