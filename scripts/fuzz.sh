@@ -122,7 +122,7 @@ for t in "${targets[@]}"; do
       echo "fuzz.sh: $t crashed; input kept in $out" >&2
     done
     if [ "$rc" -ne 0 ] || [ "$crashes" -gt 0 ]; then
-      grep -E "ERROR|runtime error|SUMMARY|==[0-9]+==" "$work/$t.log" | head -20
+      grep -E "broken promise|ERROR|runtime error|SUMMARY" "$work/$t.log" | head -20
       status="CRASHED"
       failed=1
     fi
