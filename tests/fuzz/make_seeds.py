@@ -141,7 +141,24 @@ def tune_file():
     write("tune_file", "not_numbers", b"alpha fast\nbeta 1e-9\ngamma 1e-9\n")
 
 
+def boot_record():
+    # host_id[160], then 4 blobs of 144 bytes; blob 0 is a net_addr_t (sockaddr_storage of 128
+    # bytes, then its socklen_t length).
+    def record(host, tcp=b""):
+        blobs = tcp.ljust(144, b"\0") + bytes(3 * 144)
+        return host.ljust(160, b"\0") + blobs
+
+    v4 = struct.pack("<H", 2) + struct.pack(">H", 29500) + bytes([10, 0, 0, 7])
+    v6 = struct.pack("<H", 10) + struct.pack(">H", 40000) + bytes(4) + bytes(15) + b"\x01" + bytes(4)
+    write("boot_record", "ipv4", record(b"node1/6d1c-boot/4026531840",
+                                        v4.ljust(128, b"\0") + struct.pack("<I", 16)))
+    write("boot_record", "ipv6", record(b"node2/77aa-boot/4026531841",
+                                        v6.ljust(128, b"\0") + struct.pack("<I", 28)))
+    write("boot_record", "no_tcp", record(b"node3/boot/1"))
+
+
 if __name__ == "__main__":
+    boot_record()
     store()
     env_url()
     tcp_wire()
