@@ -11,7 +11,7 @@
 # fails the run. The committed corpus is never written to: new inputs stay in the work directory,
 # kept with --keep DIR. The seeds are written by tests/fuzz/make_seeds.py.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 seconds=25
 keep=""
@@ -101,11 +101,11 @@ for t in "${targets[@]}"; do
     echo "== $t: fuzz ${seconds}s"
     corpus=$work/corpus-$t
     mkdir -p "$corpus" "$work/artifacts-$t"
-    [ -d tests/fuzz/corpus/$t ] && cp -r tests/fuzz/corpus/$t/. "$corpus/"
+    [ -d "tests/fuzz/corpus/$t" ] && cp -r "tests/fuzz/corpus/$t/." "$corpus/"
     # A target's dictionary (tests/fuzz/<target>.dict): words of its format that random bytes
     # rarely spell, e.g. variable names.
     dict=()
-    [ -f tests/fuzz/$t.dict ] && dict=(-dict=tests/fuzz/$t.dict)
+    [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 "${dict[@]}" \
       -print_final_stats=1 -artifact_prefix="$work/artifacts-$t/" "$corpus" \
       >"$work/$t.log" 2>&1
