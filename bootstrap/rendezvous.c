@@ -1,6 +1,7 @@
 /* rendezvous.c -- one communicator's rendezvous through the key-value store. */
 #include "bootstrap/rendezvous.h"
 
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,12 @@ weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_r
                      "(different weft versions?)", r, len, sizeof all[r]);
       goto fail;
     }
+    const char *problem = boot_record_problem(&all[r]);
+    if (problem) {
+      res = WEFT_ERR(WEFT_ERR_REMOTE, "rank %d published a malformed record: %s "
+                     "(different weft versions?)", r, problem);
+      goto fail;
+    }
   }
   /* Count in; the last rank to arrive releases everyone. Only then may rank 0 stop the store. */
   int64_t arrived = 0;
@@ -83,6 +90,22 @@ weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_r
   return WEFT_SUCCESS;
 fail:
   return err_context(res, "rank %d: exchanging addresses", s->p.rank);
+}
+
+_Static_assert(sizeof(net_addr_t) <= sizeof(((boot_record_t *)0)->addr[0]),
+               "a TCP address must fit its blob");
+
+const char *boot_record_problem(const boot_record_t *r) {
+  if (!memchr(r->host_id, '\0', sizeof r->host_id)) return "its host id does not end";
+  const unsigned char *tcp = r->addr[0];
+  int zero = 1;
+  for (size_t i = 0; i < sizeof r->addr[0]; i++) zero &= tcp[i] == 0;
+  if (zero) return NULL;
+  net_addr_t a;
+  memcpy(&a, tcp, sizeof a);
+  int v4 = a.ss.ss_family == AF_INET && a.len == sizeof(struct sockaddr_in);
+  int v6 = a.ss.ss_family == AF_INET6 && a.len == sizeof(struct sockaddr_in6);
+  return v4 || v6 ? NULL : "its TCP address is neither IPv4 nor IPv6";
 }
 
 void boot_close(boot_session_t *s) {

@@ -50,6 +50,12 @@ weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_r
 
 void boot_close(boot_session_t *s);
 
+/* NULL when a published record can be used as it is, else what is wrong with it: a host id
+ * without its terminating NUL (comm.c compares host ids as strings), or a TCP blob that is
+ * neither all zeros nor an IPv4 or IPv6 address of its family's length. boot_exchange refuses
+ * such a record from any rank: it came from another build or from something that is not weft. */
+const char *boot_record_problem(const boot_record_t *r);
+
 /* This host's identity: host name, boot id and network namespace. Ranks with equal identities
  * share memory and loopback. */
 void boot_host_id(char *buf, size_t cap);

@@ -25,8 +25,7 @@
 #include "common/error.h"
 #include "kernels/reduce.h"
 
-#define HDR_BYTES 40
-#define HDR_MAGIC 0x57464344u /* "WFCD" */
+#define HDR_BYTES CALL_DESC_BYTES
 #define AGREE_BYTES 32
 #define AGREE_MAGIC 0x57464147u /* "WFAG" */
 #define MAX_WINDOW 64
@@ -104,35 +103,6 @@ static size_t dep_ready(const run_t *r, const sched_op_t *op, size_t nslices) {
   return sched_dep_ready(op->dep, op->dep_whole, nslices, d->done, d->nslices);
 }
 
-static void hdr_encode(unsigned char *p, const coll_desc_t *d) {
-  uint32_t w[4] = {HDR_MAGIC, (uint32_t)d->kind, (uint32_t)d->dtype, (uint32_t)d->op};
-  uint64_t q[2] = {d->seq, (uint64_t)d->count};
-  int32_t root = d->root, algo = (int32_t)d->algo;
-  memcpy(p, w, sizeof w);
-  memcpy(p + 16, q, sizeof q);
-  memcpy(p + 32, &root, sizeof root);
-  memcpy(p + 36, &algo, sizeof algo);
-}
-
-static int hdr_decode(const unsigned char *p, coll_desc_t *d) {
-  uint32_t w[4];
-  uint64_t q[2];
-  int32_t root, algo;
-  memcpy(w, p, sizeof w);
-  memcpy(q, p + 16, sizeof q);
-  memcpy(&root, p + 32, sizeof root);
-  memcpy(&algo, p + 36, sizeof algo);
-  if (w[0] != HDR_MAGIC) return 0;
-  d->kind = (weft_coll_t)w[1];
-  d->algo = (weft_algo_t)algo;
-  d->dtype = (weft_dtype_t)w[2];
-  d->op = (weft_op_t)w[3];
-  d->seq = q[0];
-  d->count = (size_t)q[1];
-  d->root = root;
-  return 1;
-}
-
 /* ---- values two ranks agree on (sched_agree_t) -------------------------------------------- */
 
 static void agree_encode(unsigned char *p, const coll_desc_t *d, const sched_agree_t *a) {
@@ -181,38 +151,9 @@ static weft_result_t check_agree(run_t *r, int peer, int oi) {
   return WEFT_SUCCESS;
 }
 
-static void describe(const coll_desc_t *d, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s #%llu (count %zu, %s, %s, root %d, %s)", weft_coll_name(d->kind),
-           (unsigned long long)d->seq, d->count, weft_dtype_name(d->dtype), weft_op_name(d->op),
-           d->root, weft_algo_name(d->algo));
-}
-
+/* The call description a peer sent on this stream, against this rank's call. */
 static weft_result_t check_header(run_t *r, int peer) {
-  coll_desc_t theirs;
-  const coll_desc_t *mine = r->desc;
-  if (!hdr_decode(r->hdr_in, &theirs))
-    return WEFT_ERR(WEFT_ERR_REMOTE,
-                    "rank %d sent bytes that are not a call description "
-                    "(the previous collective probably failed there)",
-                    peer);
-  /* A receive is matched by the peer's send to this rank; everything else by the same call. */
-  coll_desc_t expect = *mine;
-  if (mine->kind == WEFT_COLL_RECV) {
-    expect.kind = WEFT_COLL_SEND;
-    expect.root = r->ctx->rank;
-  }
-  if (theirs.kind == expect.kind && theirs.seq == expect.seq && theirs.count == expect.count &&
-      theirs.dtype == expect.dtype && theirs.op == expect.op && theirs.root == expect.root &&
-      theirs.algo == expect.algo)
-    return WEFT_SUCCESS;
-  char a[160], b[160];
-  describe(&theirs, a, sizeof a);
-  describe(mine, b, sizeof b);
-  return WEFT_ERR(WEFT_ERR_MISMATCH,
-                  "rank %d called %s but this rank called %s: every rank must make the same "
-                  "calls with the same count, dtype, op and root (and algorithm: WEFT_ALGO must "
-                  "agree)",
-                  peer, a, b);
+  return call_desc_check(r->hdr_in, r->desc, r->ctx->rank, peer);
 }
 
 static stream_t *stream_for(run_t *r, int peer, int is_send) {
@@ -340,7 +281,7 @@ static weft_result_t setup(run_t *r) {
         break;
       }
   }
-  hdr_encode(r->hdr_out, r->desc);
+  call_desc_encode(r->hdr_out, r->desc);
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory setting up the collective");

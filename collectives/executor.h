@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collectives/call_desc.h"
 #include "collectives/schedule.h"
 #include "common/config.h"
 #include "common/trace.h"
@@ -34,16 +35,6 @@
 extern "C" {
 #endif
 
-/* What every rank must agree on; travels in the header. */
-typedef struct {
-  weft_coll_t kind;
-  weft_algo_t algo; /* the algorithm chosen: ranks that chose differently must not exchange data */
-  uint64_t seq;     /* collectives (or, for send/recv, messages with this peer) before this one */
-  size_t count;
-  weft_dtype_t dtype;
-  weft_op_t op; /* WEFT_SUM where the collective has none */
-  int root;     /* -1 where the collective has none */
-} coll_desc_t;
 
 /* Bytes the executor's steps wrote, summed over calls (tests read them to check that a fused
  * ring writes each output element once; nothing else depends on them). */

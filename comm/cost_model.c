@@ -1,6 +1,6 @@
 /* cost_model.c -- alpha, beta and gamma for the automatic algorithm choice: read from
- * WEFT_TUNE_FILE, or measured at init and averaged over all ranks so that every rank makes the
- * same choice. */
+ * WEFT_TUNE_FILE (tune_file.c), or measured at init and averaged over all ranks so that every rank
+ * makes the same choice. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,26 +11,6 @@
 
 /* Loopback-like defaults, used until the measurement runs (and by one-rank communicators). */
 static const cost_model_t defaults = {30e-6, 1.0 / 1.5e9, 1.0 / 4e9, 65536};
-
-weft_result_t cost_model_load(const char *path, cost_model_t *m) {
-  FILE *f = fopen(path, "r");
-  if (!f) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_TUNE_FILE=%s: cannot open it", path);
-  char key[32];
-  double v;
-  int have = 0;
-  while (fscanf(f, "%31s %lf", key, &v) == 2) {
-    if (strcmp(key, "alpha") == 0) m->alpha = v, have |= 1;
-    if (strcmp(key, "beta") == 0) m->beta = v, have |= 2;
-    if (strcmp(key, "gamma") == 0) m->gamma = v, have |= 4;
-  }
-  fclose(f);
-  if (have != 7 || m->alpha < 0 || m->beta < 0 || m->gamma < 0)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "WEFT_TUNE_FILE=%s: needs lines \"alpha <s>\", \"beta <s/byte>\" and \"gamma "
-                    "<s/byte>\" with values >= 0 (weft-bench --tune writes it)",
-                    path);
-  return WEFT_SUCCESS;
-}
 
 weft_result_t cost_model_init(weft_comm_t *c) {
   c->model = defaults;

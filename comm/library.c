@@ -34,30 +34,6 @@ const char *weft_result_string(weft_result_t r) {
   return "unknown result code";
 }
 
-static const struct {
-  const char *name;
-  size_t size;
-} dtypes[WEFT_NUM_DTYPES] = {
-    [WEFT_INT8] = {"int8", 1},       [WEFT_UINT8] = {"uint8", 1},
-    [WEFT_INT32] = {"int32", 4},     [WEFT_UINT32] = {"uint32", 4},
-    [WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
-    [WEFT_FLOAT16] = {"float16", 2}, [WEFT_BFLOAT16] = {"bfloat16", 2},
-    [WEFT_FLOAT32] = {"float32", 4}, [WEFT_FLOAT64] = {"float64", 8},
-};
-
-size_t weft_dtype_size(weft_dtype_t d) {
-  return (unsigned)d < WEFT_NUM_DTYPES ? dtypes[d].size : 0;
-}
-
-const char *weft_dtype_name(weft_dtype_t d) {
-  return (unsigned)d < WEFT_NUM_DTYPES ? dtypes[d].name : "unknown-dtype";
-}
-
-const char *weft_op_name(weft_op_t op) {
-  static const char *const names[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
-  return (unsigned)op < WEFT_NUM_OPS ? names[op] : "unknown-op";
-}
-
 int weft_algo_supported(weft_coll_t coll, weft_algo_t algo) {
   if ((unsigned)coll >= WEFT_NUM_COLLS) return 0;
   return algo == WEFT_ALGO_AUTO || algo_lookup(coll, algo) != NULL;

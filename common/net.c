@@ -86,6 +86,13 @@ static weft_result_t split_hostport(const char *s, const char *whole, char *host
   }
   size_t hl = (size_t)(hend - h);
   if (hl == 0) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "'%s': empty host", whole);
+  /* Brackets hold an IPv6 address, which always has a ':'; "[%]" or "[node1]" would otherwise be
+   * taken as a host that only getaddrinfo refuses, later and less clearly. */
+  if (bracketed && !memchr(h, ':', hl))
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "'%s': brackets are for IPv6 addresses (e.g. [::1]:29500); write a host name "
+                    "or IPv4 address without them",
+                    whole);
   for (size_t i = 0; i < hl; i++) {
     if (!host_char_ok(h[i], bracketed))
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "'%s': invalid character '%c' in host", whole,

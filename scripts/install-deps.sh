@@ -15,6 +15,11 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf)
 # Headers of the RDMA verbs transport (libibverbs itself is loaded at run time, if present).
 [ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+# The fuzz targets (scripts/fuzz.sh): clang, and its libFuzzer and sanitizer runtimes, which
+# Debian ships in libclang-rt-14-dev, only recommended by clang.
+command -v clang >/dev/null 2>&1 || need+=(clang)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+  need+=(libclang-rt-14-dev)
 # The Python package's tests (scripts/test-python.sh): Debian's torch, numpy and pytest, a venv
 # that sees them, and pip to install the package into it; psutil for weft.torch.utils; setuptools
 # and wheel, which build the package and its wheel without fetching a build backend.

@@ -107,7 +107,9 @@ TEST(NetParseTest, BadUrls) {
                {"tcp://[::1:5", "missing ']'"},
                {"tcp://[::1]5", "expected ':port' after ']'"},
                {"tcp://a b:5", "invalid character ' '"},
-               {"tcp://[]:5", "empty host"}};
+               {"tcp://[]:5", "empty host"},
+               {"tcp://[%]:5", "brackets are for IPv6 addresses"},
+               {"tcp://[node1]:5", "brackets are for IPv6 addresses"}};
   for (const auto &c : cases) {
     char host[256];
     int port = 0;
