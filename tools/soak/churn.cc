@@ -74,19 +74,33 @@ Sample sample() {
   return s;
 }
 
-int free_port() {
+bool bindable(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return false;
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr*)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr*)&a, &len) == 0)
-    port = ntohs(a.sin_port);
+  a.sin_port = htons((uint16_t)port);
+  bool ok = bind(fd, (struct sockaddr*)&a, sizeof a) == 0;
   close(fd);
-  return port;
+  return ok;
+}
+
+// A port for a round's rendezvous, below the kernel's range of ephemeral ports: a port the
+// kernel handed out as free (bind to port 0) is just as likely to be handed to one of the many
+// connections the rounds open before rank 0 listens on it again.
+int free_port(uint64_t draw) {
+  int lo = 32768, hi = 60999;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    fclose(f);
+  }
+  int base = lo - 16384 > 1024 ? lo - 16384 : 1024;
+  for (int tries = 0; tries < 64 && lo > base; tries++) {
+    int port = base + (int)((draw + (uint64_t)tries * 7919) % (uint64_t)(lo - base));
+    if (bindable(port)) return port;
+  }
+  return -1;
 }
 
 struct Churn {
@@ -124,12 +138,12 @@ struct Churn {
     check(round, r, what);
     int64_t want = (int64_t)cn * (cn - 1) / 2 + (int64_t)cn * (round + 1);
     if (got != want)
-      fail(round, std::string(what) + ": got " + std::to_string(got) + ", want " +
-                      std::to_string(want));
+      fail(round,
+           std::string(what) + ": got " + std::to_string(got) + ", want " + std::to_string(want));
   }
 
   void round(long i) {
-    int32_t port = rank == 0 ? free_port() : 0;
+    int32_t port = rank == 0 ? free_port(soak_mix((uint64_t)getpid() * 1000003u + (uint64_t)i)) : 0;
     check(i, weft_broadcast(&port, &port, 1, WEFT_INT32, 0, world, nullptr),
           "announcing the round's port (broadcast on the world)");
     if (port <= 0) fail(i, "rank 0 found no free port for the round's rendezvous");
@@ -191,9 +205,10 @@ struct Churn {
       weft_comm_abort(world);
       _exit(1);
     }
-    printf("weft-soak churn: rank %d: %ld rounds of init, split, dup and destroy: fds %ld, "
-           "threads %ld, weft shm entries %ld, shm mappings %ld, RSS %.1f -> %.1f MiB\n",
-           rank, o.churn, b.fds, b.threads, b.shm, b.maps, a.rss_mib, b.rss_mib);
+    printf(
+        "weft-soak churn: rank %d: %ld rounds of init, split, dup and destroy: fds %ld, "
+        "threads %ld, weft shm entries %ld, shm mappings %ld, RSS %.1f -> %.1f MiB\n",
+        rank, o.churn, b.fds, b.threads, b.shm, b.maps, a.rss_mib, b.rss_mib);
     return 0;
   }
 };

@@ -63,17 +63,16 @@ int main(int argc, char** argv) {
   SoakOptions o;
   bool seeded = false;
   enum { kSeed = 256, kSeconds, kCalls, kMaxCount, kInflight, kTransport, kChurn };
-  static const struct option opts[] = {
-      {"seed", required_argument, nullptr, kSeed},
-      {"seconds", required_argument, nullptr, kSeconds},
-      {"calls", required_argument, nullptr, kCalls},
-      {"max-count", required_argument, nullptr, kMaxCount},
-      {"inflight", required_argument, nullptr, kInflight},
-      {"transport", required_argument, nullptr, kTransport},
-      {"churn", required_argument, nullptr, kChurn},
-      {"verbose", no_argument, nullptr, 'v'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
+  static const struct option opts[] = {{"seed", required_argument, nullptr, kSeed},
+                                       {"seconds", required_argument, nullptr, kSeconds},
+                                       {"calls", required_argument, nullptr, kCalls},
+                                       {"max-count", required_argument, nullptr, kMaxCount},
+                                       {"inflight", required_argument, nullptr, kInflight},
+                                       {"transport", required_argument, nullptr, kTransport},
+                                       {"churn", required_argument, nullptr, kChurn},
+                                       {"verbose", no_argument, nullptr, 'v'},
+                                       {"help", no_argument, nullptr, 'h'},
+                                       {nullptr, 0, nullptr, 0}};
   int c;
   double v;
   while ((c = getopt_long(argc, argv, "vh", opts, nullptr)) != -1) {
@@ -88,33 +87,50 @@ int main(int argc, char** argv) {
         break;
       }
       case kSeconds:
-        if (parse_num(optarg, 0.001, 1e7, &v)) o.seconds = v;
-        else bad = "--seconds: want a number of seconds > 0";
+        if (parse_num(optarg, 0.001, 1e7, &v))
+          o.seconds = v;
+        else
+          bad = "--seconds: want a number of seconds > 0";
         break;
       case kCalls:
-        if (parse_num(optarg, 1, 1e12, &v)) o.calls = (long)v;
-        else bad = "--calls: want a count >= 1";
+        if (parse_num(optarg, 1, 1e12, &v))
+          o.calls = (long)v;
+        else
+          bad = "--calls: want a count >= 1";
         break;
       case kMaxCount:
-        if (parse_num(optarg, 0, 1 << 28, &v)) o.max_count = (size_t)v;
-        else bad = "--max-count: want a count in [0, 268435456]";
+        if (parse_num(optarg, 0, 1 << 28, &v))
+          o.max_count = (size_t)v;
+        else
+          bad = "--max-count: want a count in [0, 268435456]";
         break;
       case kInflight:
-        if (parse_num(optarg, 0, 64, &v)) o.max_inflight = (int)v;
-        else bad = "--inflight: want a count in [0, 64]";
+        if (parse_num(optarg, 0, 64, &v))
+          o.max_inflight = (int)v;
+        else
+          bad = "--inflight: want a count in [0, 64]";
         break;
       case kTransport:
         if (strcmp(optarg, "shm") && strcmp(optarg, "tcp") && strcmp(optarg, "auto"))
           bad = "--transport: want shm, tcp or auto";
-        else setenv("WEFT_TRANSPORT", optarg, 1);
+        else
+          setenv("WEFT_TRANSPORT", optarg, 1);
         break;
       case kChurn:
-        if (parse_num(optarg, 1, 1e9, &v)) o.churn = (long)v;
-        else bad = "--churn: want a count >= 1";
+        if (parse_num(optarg, 1, 1e9, &v))
+          o.churn = (long)v;
+        else
+          bad = "--churn: want a count >= 1";
         break;
-      case 'v': o.verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
+      case 'v':
+        o.verbose = true;
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      default:
+        usage(stderr);
+        return 2;
     }
     if (bad) {
       fprintf(stderr, "weft-soak: %s, got '%s' (--help lists the options)\n", bad, optarg);

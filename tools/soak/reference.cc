@@ -36,11 +36,16 @@ uint64_t Rng::next() {
 static int64_t moved_value(weft_dtype_t d, int r, size_t i, uint64_t salt) {
   uint64_t h = soak_mix(salt ^ ((uint64_t)r << 48) ^ (uint64_t)i * 0xd6e8feb86659fd93ULL);
   switch (d) {
-    case WEFT_FLOAT16: return (int64_t)(h % 4001) - 2000;       // |v| <= 2048: exact
-    case WEFT_BFLOAT16: return (int64_t)(h % 501) - 250;        // |v| <= 256: exact
-    case WEFT_FLOAT32: return (int64_t)(h % (1u << 24)) - (1 << 23);
-    case WEFT_FLOAT64: return (int64_t)(h % (1ULL << 53)) - (1LL << 52);
-    default: return (int64_t)h;  // typed_store keeps the low bits: any value is fine
+    case WEFT_FLOAT16:
+      return (int64_t)(h % 4001) - 2000;  // |v| <= 2048: exact
+    case WEFT_BFLOAT16:
+      return (int64_t)(h % 501) - 250;  // |v| <= 256: exact
+    case WEFT_FLOAT32:
+      return (int64_t)(h % (1u << 24)) - (1 << 23);
+    case WEFT_FLOAT64:
+      return (int64_t)(h % (1ULL << 53)) - (1LL << 52);
+    default:
+      return (int64_t)h;  // typed_store keeps the low bits: any value is fine
   }
 }
 
@@ -52,11 +57,16 @@ static bool uses_patterns(weft_dtype_t d, weft_op_t op) {
 // v as dtype d holds it, widened back to 64 bits (sign- or zero-extended).
 static int64_t narrow(weft_dtype_t d, int64_t v) {
   switch (d) {
-    case WEFT_INT8: return (int8_t)v;
-    case WEFT_UINT8: return (uint8_t)v;
-    case WEFT_INT32: return (int32_t)v;
-    case WEFT_UINT32: return (uint32_t)v;
-    default: return v;
+    case WEFT_INT8:
+      return (int8_t)v;
+    case WEFT_UINT8:
+      return (uint8_t)v;
+    case WEFT_INT32:
+      return (int32_t)v;
+    case WEFT_UINT32:
+      return (uint32_t)v;
+    default:
+      return v;
   }
 }
 
@@ -65,11 +75,16 @@ static int64_t combine(weft_dtype_t d, weft_op_t op, int64_t acc, int64_t v) {
   v = narrow(d, v);
   bool u = d == WEFT_UINT64;  // the others are compared correctly as widened int64
   switch (op) {
-    case WEFT_SUM: return narrow(d, (int64_t)((uint64_t)acc + (uint64_t)v));
-    case WEFT_PROD: return narrow(d, (int64_t)((uint64_t)acc * (uint64_t)v));
-    case WEFT_MIN: return (u ? (uint64_t)v < (uint64_t)acc : v < acc) ? v : acc;
-    case WEFT_MAX: return (u ? (uint64_t)v > (uint64_t)acc : v > acc) ? v : acc;
-    default: return acc;
+    case WEFT_SUM:
+      return narrow(d, (int64_t)((uint64_t)acc + (uint64_t)v));
+    case WEFT_PROD:
+      return narrow(d, (int64_t)((uint64_t)acc * (uint64_t)v));
+    case WEFT_MIN:
+      return (u ? (uint64_t)v < (uint64_t)acc : v < acc) ? v : acc;
+    case WEFT_MAX:
+      return (u ? (uint64_t)v > (uint64_t)acc : v > acc) ? v : acc;
+    default:
+      return acc;
   }
 }
 
@@ -94,13 +109,24 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
   size_t send_n = count, recv_n = count;
   switch (k.coll) {
     case WEFT_COLL_ALL_GATHER:
-    case WEFT_COLL_GATHER: recv_n = count * p; break;
+    case WEFT_COLL_GATHER:
+      recv_n = count * p;
+      break;
     case WEFT_COLL_REDUCE_SCATTER:
-    case WEFT_COLL_SCATTER: send_n = count * p; break;
-    case WEFT_COLL_SEND: recv_n = 0; break;
-    case WEFT_COLL_RECV: send_n = 0; break;
-    case WEFT_COLL_BARRIER: send_n = recv_n = 0; break;
-    default: break;
+    case WEFT_COLL_SCATTER:
+      send_n = count * p;
+      break;
+    case WEFT_COLL_SEND:
+      recv_n = 0;
+      break;
+    case WEFT_COLL_RECV:
+      send_n = 0;
+      break;
+    case WEFT_COLL_BARRIER:
+      send_n = recv_n = 0;
+      break;
+    default:
+      break;
   }
   size_t a_n = send_n > recv_n ? send_n : recv_n;
   op->a.assign(a_n * es + kGuard, (char)kFill);
@@ -127,10 +153,12 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
                   k.coll == WEFT_COLL_REDUCE_SCATTER;
   for (size_t i = 0; i < send_n; i++) {
     int64_t v;
-    if (reducing) v = reduce_input(d, k.op, rank, n, i, salt);
+    if (reducing)
+      v = reduce_input(d, k.op, rank, n, i, salt);
     else if (k.coll == WEFT_COLL_BROADCAST || k.coll == WEFT_COLL_SCATTER)
       v = moved_value(d, root, i, salt);
-    else v = moved_value(d, rank, i, salt);
+    else
+      v = moved_value(d, rank, i, salt);
     typed_store(d, send, i, v);
   }
   op->want.assign(recv_n * es, 0);
@@ -139,14 +167,23 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
     int64_t v;
     switch (k.coll) {
       case WEFT_COLL_ALL_GATHER:
-      case WEFT_COLL_GATHER: v = moved_value(d, (int)(i / count), i % count, salt); break;
-      case WEFT_COLL_SCATTER: v = moved_value(d, root, (size_t)rank * count + i, salt); break;
+      case WEFT_COLL_GATHER:
+        v = moved_value(d, (int)(i / count), i % count, salt);
+        break;
+      case WEFT_COLL_SCATTER:
+        v = moved_value(d, root, (size_t)rank * count + i, salt);
+        break;
       case WEFT_COLL_REDUCE_SCATTER:
         v = reduce_expected(d, k.op, n, (size_t)rank * count + i, salt);
         break;
-      case WEFT_COLL_BROADCAST: v = moved_value(d, root, i, salt); break;
-      case WEFT_COLL_RECV: v = moved_value(d, root, i, salt); break;  // root: the sender
-      default: v = reduce_expected(d, k.op, n, i, salt);
+      case WEFT_COLL_BROADCAST:
+        v = moved_value(d, root, i, salt);
+        break;
+      case WEFT_COLL_RECV:
+        v = moved_value(d, root, i, salt);
+        break;  // root: the sender
+      default:
+        v = reduce_expected(d, k.op, n, i, salt);
     }
     typed_store(d, op->want.data(), i, v);
   }

@@ -15,13 +15,14 @@
 //
 // Not covered yet: all-to-all and grouped point-to-point, which are being added separately; they
 // belong in pick_coll() and reference.cc's soak_prepare() once weft.h has them.
+#include "tools/soak/soak.h"
+
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <unistd.h>
-
-#include "tools/soak/soak.h"
 
 enum { kCallStream = 1, kPairStream = 2, kBatchStream = 3, kWaitStream = 4 };
 
@@ -125,10 +126,14 @@ struct Driver {
     static const struct {
       weft_coll_t coll;
       int weight;
-    } kTable[] = {{WEFT_COLL_ALL_REDUCE, 20}, {WEFT_COLL_BROADCAST, 12},
-                  {WEFT_COLL_REDUCE, 10},     {WEFT_COLL_ALL_GATHER, 12},
-                  {WEFT_COLL_REDUCE_SCATTER, 12}, {WEFT_COLL_GATHER, 8},
-                  {WEFT_COLL_SCATTER, 8},     {WEFT_COLL_BARRIER, 5},
+    } kTable[] = {{WEFT_COLL_ALL_REDUCE, 20},
+                  {WEFT_COLL_BROADCAST, 12},
+                  {WEFT_COLL_REDUCE, 10},
+                  {WEFT_COLL_ALL_GATHER, 12},
+                  {WEFT_COLL_REDUCE_SCATTER, 12},
+                  {WEFT_COLL_GATHER, 8},
+                  {WEFT_COLL_SCATTER, 8},
+                  {WEFT_COLL_BARRIER, 5},
                   {WEFT_COLL_SEND, 10}};  // SEND: a send/recv exchange between pairs of ranks
     int total = 0;
     for (const auto& e : kTable) total += e.weight;
@@ -279,8 +284,10 @@ struct Driver {
     long want = o.seconds > 0 ? 0 : (o.calls > 0 ? o.calls : 1000);
     for (long batch = 0;; batch++) {
       Rng b(o.seed, kBatchStream, (uint64_t)batch);
-      if (!child.c && b.chance(0.08)) new_child(b, index);
-      else if (child.c && b.chance(0.1)) drop_child(index);
+      if (!child.c && b.chance(0.08))
+        new_child(b, index);
+      else if (child.c && b.chance(0.1))
+        drop_child(index);
       int k = 1 + (int)b.below(8);
       for (int j = 0; j < k && (want == 0 || index < want); j++) one_call(index++);
       if (b.chance(0.4)) drain(nullptr);
@@ -291,10 +298,11 @@ struct Driver {
     if (child.c) drop_child(index);
     double dt = now_s() - t0;
     if (world.rank == 0)
-      printf("weft-soak: seed=%llu ranks=%d calls=%ld operations=%ld in %.1f s: %.0f calls/s, "
-             "%.1f MiB checked on rank 0\n",
-             (unsigned long long)o.seed, world.n, calls, ops, dt, (double)calls / dt,
-             bytes / (1 << 20));
+      printf(
+          "weft-soak: seed=%llu ranks=%d calls=%ld operations=%ld in %.1f s: %.0f calls/s, "
+          "%.1f MiB checked on rank 0\n",
+          (unsigned long long)o.seed, world.n, calls, ops, dt, (double)calls / dt,
+          bytes / (1 << 20));
     return 0;
   }
 };

@@ -13,12 +13,12 @@ extern "C" {
 
 struct SoakOptions {
   uint64_t seed = 1;
-  double seconds = 0;      // run this long (ranks agree when to stop), or
-  long calls = 0;          // this many calls; neither: 1000 calls
+  double seconds = 0;          // run this long (ranks agree when to stop), or
+  long calls = 0;              // this many calls; neither: 1000 calls
   size_t max_count = 1 << 20;  // elements in the largest buffer of one call
-  int max_inflight = 6;    // asynchronous requests outstanding at once
-  long churn = 0;          // > 0: the leak loop instead of the soak
-  bool verbose = false;    // print every call as it is issued (rank 0)
+  int max_inflight = 6;        // asynchronous requests outstanding at once
+  long churn = 0;              // > 0: the leak loop instead of the soak
+  bool verbose = false;        // print every call as it is issued (rank 0)
 };
 
 // Every decision comes from a generator seeded by (seed, stream, index): all ranks derive the
@@ -41,18 +41,18 @@ uint64_t soak_mix(uint64_t x);
 // One rank's view of one operation: its buffers, what it should find in them afterwards, and the
 // request while it is in flight.
 struct SoakOp {
-  long index = 0;           // call number, for the failure line
-  std::string what;         // "all_reduce/ring int32 sum count 17 in place root 0 on split"
+  long index = 0;    // call number, for the failure line
+  std::string what;  // "all_reduce/ring int32 sum count 17 in place root 0 on split"
   weft_comm_t* comm = nullptr;
   weft_call_t call{};
   bool async = false;
   weft_request_t* req = nullptr;
-  std::vector<char> a, b;   // a: the input (and the output in place), b: the output otherwise
-  std::vector<char> want;   // expected output, recv_n elements
-  char* out = nullptr;      // where the output is checked (nullptr: nothing to check)
+  std::vector<char> a, b;  // a: the input (and the output in place), b: the output otherwise
+  std::vector<char> want;  // expected output, recv_n elements
+  char* out = nullptr;     // where the output is checked (nullptr: nothing to check)
   size_t recv_n = 0;
   size_t a_used = 0, b_used = 0;  // bytes of a and b the call may touch; the rest is a guard
-  size_t bytes = 0;         // the largest buffer's bytes, for the summary
+  size_t bytes = 0;               // the largest buffer's bytes, for the summary
 };
 
 // Fills op's buffers and expected output for `call` (buffers are set here) on a communicator
