@@ -43,6 +43,7 @@ double now_s() {
 struct Driver {
   const SoakOptions& o;
   Comm world, child;
+  bool has_child = false;  // child.c stays NULL on a rank a split left out
   std::vector<SoakOp*> inflight;
   Rng wait_rng;
   long calls = 0;
@@ -191,7 +192,7 @@ struct Driver {
 
   void one_call(long index) {
     Rng r(o.seed, kCallStream, (uint64_t)index);
-    const Comm& cm = child.c && r.chance(0.4) ? child : world;
+    const Comm& cm = has_child && r.chance(0.4) ? child : world;
     bool async = r.chance(0.5);
     weft_call_t k{};
     k.coll = pick_coll(r);
@@ -212,6 +213,7 @@ struct Driver {
     bool null_unused = r.chance(0.5);
     uint64_t salt = r.next();
     calls++;
+    if (!cm.c) return;  // a call on a split that left this rank out
     if (k.coll != WEFT_COLL_SEND) {
       issue(make(index, cm, k, async, in_place, null_unused, salt));
       return;
@@ -240,11 +242,16 @@ struct Driver {
   }
 
   void new_child(Rng& b, long index) {
-    int how = (int)b.below(3);
+    int how = (int)b.below(4);
     weft_result_t r;
+    has_child = true;
     if (how == 2) {
       r = weft_comm_dup(world.c, &child.c);
       child.name = "dup";
+    } else if (how == 3) {
+      // Rank 0 takes no part (WEFT_SPLIT_NOCOLOR): the others go on without it.
+      r = weft_comm_split(world.c, world.rank == 0 ? WEFT_SPLIT_NOCOLOR : 0, world.rank, &child.c);
+      child.name = "split without rank 0";
     } else {
       // Even and odd ranks, ordered by rank or against it: the new ranks then differ from the
       // old ones, and with an odd world the two groups differ in size.
@@ -255,11 +262,17 @@ struct Driver {
     if (r != WEFT_SUCCESS)
       fail(index, "rank " + std::to_string(world.rank) + ": creating a " + child.name + ": " +
                       weft_result_string(r) + ": " + weft_last_error());
+    if ((child.c == nullptr) != (how == 3 && world.rank == 0))
+      fail(index, "rank " + std::to_string(world.rank) + ": the " + child.name + " gave " +
+                      (child.c ? "a communicator" : "none") + ", want the opposite");
+    if (!child.c) return;
     weft_comm_rank(child.c, &child.rank);
     weft_comm_size(child.c, &child.n);
   }
 
   void drop_child(long index) {
+    has_child = false;
+    if (!child.c) return;
     drain(child.c);
     weft_result_t r = weft_comm_destroy(child.c);
     if (r != WEFT_SUCCESS)
@@ -284,9 +297,9 @@ struct Driver {
     long want = o.seconds > 0 ? 0 : (o.calls > 0 ? o.calls : 1000);
     for (long batch = 0;; batch++) {
       Rng b(o.seed, kBatchStream, (uint64_t)batch);
-      if (!child.c && b.chance(0.08))
+      if (!has_child && b.chance(0.08))
         new_child(b, index);
-      else if (child.c && b.chance(0.1))
+      else if (has_child && b.chance(0.1))
         drop_child(index);
       int k = 1 + (int)b.below(8);
       for (int j = 0; j < k && (want == 0 || index < want); j++) one_call(index++);
@@ -295,7 +308,7 @@ struct Driver {
       if (want == 0 && batch % 8 == 7 && time_up(index, t0)) break;
     }
     drain(nullptr);
-    if (child.c) drop_child(index);
+    if (has_child) drop_child(index);
     double dt = now_s() - t0;
     if (world.rank == 0)
       printf(
