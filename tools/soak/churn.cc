@@ -4,9 +4,10 @@
 // Each round creates a communicator by rendezvous (weft_comm_init, on a port rank 0 picks and
 // announces over the world communicator, so that no round reuses the world's or another round's
 // rendezvous), splits it by parity, dups it, runs a checked all-reduce on each (an asynchronous
-// one on the dup, so that its progress thread starts too) and destroys all three. The process is
-// sampled after a warm-up (allocator pools, lazily started library state) and again at the end,
-// each time after a world barrier, so every rank's communicators of the rounds are gone.
+// one on the dup, so that its progress thread starts too) and destroys all three (the dup is
+// aborted instead in odd rounds). The process is sampled after a warm-up (allocator pools,
+// lazily started library state) and again at the end, each time after a world barrier, so that
+// every rank's communicators of the rounds are gone.
 //
 // Shared-memory segments are counted by name: weft names each after the pids of the ranks that
 // use it ("/weft-<id>-pair-<rank>.<pid>-..."), so the entries of this process are told apart from
@@ -154,7 +155,12 @@ struct Churn {
     sum_check(i, s, false, "all_reduce on the split");
     check(i, weft_comm_dup(c, &d), "weft_comm_dup");
     sum_check(i, d, true, "async all_reduce on the dup");
-    check(i, weft_comm_destroy(d), "destroying the dup");
+    // Every other round the dup is aborted instead, on every rank: abort frees at once without
+    // talking to peers, and must leave nothing behind either.
+    if (i % 2)
+      check(i, weft_comm_abort(d), "aborting the dup");
+    else
+      check(i, weft_comm_destroy(d), "destroying the dup");
     check(i, weft_comm_destroy(s), "destroying the split");
     check(i, weft_comm_destroy(c), "destroying the communicator");
   }
@@ -206,7 +212,7 @@ struct Churn {
       _exit(1);
     }
     printf(
-        "weft-soak churn: rank %d: %ld rounds of init, split, dup and destroy: fds %ld, "
+        "weft-soak churn: rank %d: %ld rounds of init, split, dup, destroy and abort: fds %ld, "
         "threads %ld, weft shm entries %ld, shm mappings %ld, RSS %.1f -> %.1f MiB\n",
         rank, o.churn, b.fds, b.threads, b.shm, b.maps, a.rss_mib, b.rss_mib);
     return 0;
