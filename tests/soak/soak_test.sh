@@ -1,7 +1,8 @@
 #!/bin/bash
 # soak_test.sh -- weft-soak with fixed seeds: 60 s at 4 ranks over shm, 60 s at 3 ranks over TCP,
-# 200 rounds of communicator churn at 3 ranks, and the seeds that once found a bug, replayed to
-# the call that failed. Each line says what it ran, so a failure names the seed to rerun.
+# 30 s at 5 ranks over shm with the smallest slices, and 200 rounds of communicator churn at 3
+# ranks. A seed that finds a bug joins them, replayed with --calls up to the call that failed.
+# Each step prints its command line, so a failure names what to rerun.
 set -u
 run="$1"
 soak="$2"
@@ -23,6 +24,10 @@ step() {
 
 step "shm, 4 ranks" 4 180 --seed 100 --seconds 60 --transport shm
 step "tcp, 3 ranks" 3 180 --seed 200 --seconds 60 --transport tcp
+# The smallest slices and rings weft allows: every call of more than a few KiB is pipelined over
+# many slices, with senders waiting on full rings all the time.
+WEFT_SLICE_BYTES=4096 WEFT_SHM_SLOTS=2 step "shm, 5 ranks, 4 KiB slices in 2 slots" 5 120 \
+  --seed 400 --seconds 30 --transport shm --max-count 300000
 step "churn, 3 ranks" 3 240 --churn 200
 
 [ "$failed" -eq 0 ] && echo PASS
