@@ -69,11 +69,17 @@ struct Driver {
   void finish(SoakOp* op) {
     if (op->async) {
       weft_result_t r;
-      if (wait_rng.chance(0.5)) {
+      // Three ways to complete a request: an unbounded wait, polling, and short waits that
+      // time out (the request stays valid then) until one does not.
+      uint64_t how = wait_rng.below(3);
+      if (how == 0) {
         r = weft_wait(op->req, -1);
-      } else {
+      } else if (how == 1) {
         int done = 0;
         while ((r = weft_test(op->req, &done)) == WEFT_SUCCESS && !done) usleep(50);
+      } else {
+        while ((r = weft_wait(op->req, 1)) == WEFT_ERR_TIMEOUT) {
+        }
       }
       if (r != WEFT_SUCCESS)
         fail(op->index, "rank " + std::to_string(world.rank) + ": " + op->what + ": " +
