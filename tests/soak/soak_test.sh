@@ -22,6 +22,18 @@ step() {
   fi
 }
 
+# The command line, before any rank starts: bad values exit 2 and name the option.
+for bad in "--seconds x" "--calls 0" "--transport ib" "--seconds 3 --calls 3" "--max-count -1"; do
+  # shellcheck disable=SC2086
+  out=$("$soak" $bad 2>&1)
+  status=$?
+  opt=${bad%% *}
+  if [ "$status" -ne 2 ] || ! grep -q -- "${opt#--}" <<<"$out"; then
+    echo "== weft-soak $bad: want status 2 and a message naming $opt, got $status: $out"
+    failed=1
+  fi
+done
+
 step "shm, 4 ranks" 4 180 --seed 100 --seconds 60 --transport shm
 step "tcp, 3 ranks" 3 180 --seed 200 --seconds 60 --transport tcp
 # The smallest slices and rings weft allows: every call of more than a few KiB is pipelined over

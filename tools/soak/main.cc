@@ -151,10 +151,8 @@ int main(int argc, char** argv) {
   weft_comm_t* world = nullptr;
   weft_result_t r = weft_comm_init_env(&world);
   if (r != WEFT_SUCCESS) {
-    fprintf(stderr,
-            "weft-soak: joining the job failed: %s (start it with weft-run -n N, or set RANK, "
-            "WORLD_SIZE, MASTER_ADDR and MASTER_PORT)\n",
-            weft_last_error());
+    // weft's message already says how to launch it (weft-run, torchrun, the variables).
+    fprintf(stderr, "weft-soak: joining the job failed: %s\n", weft_last_error());
     return 2;
   }
   int rank;
