@@ -151,7 +151,11 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
   }
   bool reducing = k.coll == WEFT_COLL_ALL_REDUCE || k.coll == WEFT_COLL_REDUCE ||
                   k.coll == WEFT_COLL_REDUCE_SCATTER;
-  for (size_t i = 0; i < send_n; i++) {
+  // Only the root of a broadcast or scatter has input: elsewhere its buffer keeps the fill, so an
+  // in-place broadcast that never reaches a rank leaves that rank's buffer wrong, not already
+  // right.
+  bool has_input = is_root || (k.coll != WEFT_COLL_BROADCAST && k.coll != WEFT_COLL_SCATTER);
+  for (size_t i = 0; i < send_n && has_input; i++) {
     int64_t v;
     if (reducing)
       v = reduce_input(d, k.op, rank, n, i, salt);
