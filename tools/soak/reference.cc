@@ -202,6 +202,13 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
   if (k.coll == WEFT_COLL_RECV) send = nullptr;  // as weft_recv passes it
   k.sendbuf = send;
   k.recvbuf = recv;
+  // An input apart from the output is read-only to weft: keep a copy to hold it to that.
+  bool apart =
+      !in_place || ((k.coll == WEFT_COLL_GATHER || k.coll == WEFT_COLL_SCATTER) && !is_root);
+  if (send && apart && send_n) {
+    op->input.assign(send, send + send_n * es);
+    op->input_at = send;
+  }
   bool checked = k.coll != WEFT_COLL_BARRIER && k.coll != WEFT_COLL_SEND &&
                  !((k.coll == WEFT_COLL_REDUCE || k.coll == WEFT_COLL_GATHER) && !is_root);
   if (!checked) op->out = nullptr;
@@ -220,6 +227,11 @@ std::string soak_verify(const SoakOp& op, int rank) {
   if (diff.empty()) diff = guard_diff(op.b, op.b_used, "the output buffer");
   if (diff.empty() && op.out)
     diff = typed_compare(op.call.dtype, op.out, op.want.data(), op.recv_n);
+  if (diff.empty() && op.input_at) {
+    diff = typed_compare(op.call.dtype, op.input_at, op.input.data(),
+                         op.input.size() / weft_dtype_size(op.call.dtype));
+    if (!diff.empty()) diff = "changed its input (not in place): " + diff;
+  }
   if (diff.empty()) return "";
   return "rank " + std::to_string(rank) + ": " + op.what + ": " + diff;
 }

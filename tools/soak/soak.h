@@ -47,9 +47,11 @@ struct SoakOp {
   weft_call_t call{};
   bool async = false;
   weft_request_t* req = nullptr;
-  std::vector<char> a, b;  // a: the input (and the output in place), b: the output otherwise
-  std::vector<char> want;  // expected output, recv_n elements
-  char* out = nullptr;     // where the output is checked (nullptr: nothing to check)
+  std::vector<char> a, b;   // a: the input (and the output in place), b: the output otherwise
+  std::vector<char> want;   // expected output, recv_n elements
+  std::vector<char> input;  // a copy of an input that is not also the output
+  const char* input_at = nullptr;  // where that input is (nullptr: none to check)
+  char* out = nullptr;             // where the output is checked (nullptr: nothing to check)
   size_t recv_n = 0;
   size_t a_used = 0, b_used = 0;  // bytes of a and b the call may touch; the rest is a guard
   size_t bytes = 0;               // the largest buffer's bytes, for the summary
