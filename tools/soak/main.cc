@@ -43,6 +43,8 @@ static void usage(FILE* f) {
           "  --churn K         instead of the soak: create a communicator, a split and a dup and\n"
           "                    destroy them, K times, and fail if open fds, threads, weft's\n"
           "                    /dev/shm entries or mappings grew, or RSS by more than 4 MiB\n"
+          "                    (under ASan set ASAN_OPTIONS=quarantine_size_mb=0: freed memory\n"
+          "                    held in its quarantine counts as RSS)\n"
           "  -v, --verbose     rank 0 prints every call before issuing it\n"
           "  -h, --help        this text\n"
           "\n"
