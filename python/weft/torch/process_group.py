@@ -30,15 +30,18 @@ Tensors that are not contiguous go through a contiguous copy (copied back on com
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
 flat staging tensor, so each is one weft operation.
 """
+import datetime
 import functools
 import inspect
 import os
 import threading
+import time
 import weakref
 
 import torch
 import torch.distributed as dist
 
+from ..errors import Result, WeftError
 from . import bootstrap, tensors as tz
 from .completion import Completion
 
@@ -71,7 +74,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         super().__init__(rank, size)
         self._timeout_s = _seconds(timeout)
         self._comm = _connect(store, rank, size, self._timeout_s)
-        self._completion = Completion(f"weft-pg-rank{rank}")
+        self._completion = Completion(f"weft-pg-rank{rank}", _Causes(store, rank, size).explain)
         self._group_name = ""
         self._group_desc = ""
         # Closes the communicator when the group is collected or the interpreter exits, whichever
@@ -420,6 +423,78 @@ class ProcessGroupWeft(dist.ProcessGroup):
 
     def __repr__(self):
         return f"ProcessGroupWeft(rank={self.rank()}, size={self.size()})"
+
+
+class _Causes:
+    """Shares the first failure of each rank through the group's store, so that every survivor
+    of a dead rank can name it.
+
+    When a rank dies, weft tells its peers what they saw: a neighbour in the schedule times out
+    receiving from it, another times out receiving from that neighbour, a third sees "rank N
+    aborted the connection" (weft's REMOTE). Only the dead rank never fails. So each rank
+    publishes its first failure; after a TIMEOUT or REMOTE failure a rank waits briefly for the
+    others' and names those that published none (dead, or stuck outside weft), and, for REMOTE,
+    adds the first failure that is not REMOTE."""
+
+    _KEY = "weft_first_error/"
+    # How long to wait for the other ranks' failures: those blocked in the same operation fail
+    # within about the same timeout and publish at once; this only bounds a loaded host.
+    WAIT_S = 3.0
+
+    def __init__(self, store, rank, size):
+        self._store, self._rank, self._size = store, rank, size
+        self._published = False
+        self._note = None  # what the search found, once: later failures must not wait again
+
+    def explain(self, error):
+        code = getattr(error, "code", None)
+        if not isinstance(error, WeftError) or code is None:
+            return error
+        try:
+            if not self._published:
+                self._published = True
+                self._store.set(f"{self._KEY}{self._rank}", f"{int(code)}|{error.message}")
+            if code not in (Result.TIMEOUT, Result.REMOTE):
+                return error
+            if self._note is None:
+                self._note = self._search(code)
+        except Exception:  # noqa: BLE001 -- the store dies with rank 0, which serves it
+            self._note = ""
+        if not self._note:
+            return error
+        return WeftError(f"{error.message}; {self._note}", code)
+
+    def _search(self, code):
+        others = {r: f"{self._KEY}{r}" for r in range(self._size) if r != self._rank}
+        found = {}
+        deadline = time.monotonic() + self.WAIT_S
+        while len(found) < len(others) and time.monotonic() < deadline:
+            for r, key in others.items():
+                if r not in found and self._has(key):
+                    c, _, message = self._store.get(key).decode().partition("|")
+                    found[r] = (int(c), message)
+            time.sleep(0.05)
+        notes = []
+        silent = sorted(set(others) - set(found))
+        if silent:
+            ranks = ", ".join(f"rank {r}" for r in silent)
+            notes.append(f"{ranks} reported no failure within {self.WAIT_S:g} s of this one "
+                         f"(exited, killed, or stuck outside weft)")
+        if code == Result.REMOTE:
+            first = next(((r, m) for r, (c, m) in sorted(found.items())
+                          if c != Result.REMOTE), None)
+            if first is not None:
+                notes.append(f"rank {first[0]} failed with: {first[1]}")
+        return "; ".join(notes)
+
+    def _has(self, key):
+        if hasattr(self._store, "check"):
+            return self._store.check([key])
+        try:  # torch 1.13's stores have no check(): a short wait instead
+            self._store.wait([key], datetime.timedelta(milliseconds=20))
+            return True
+        except RuntimeError:
+            return False
 
 
 class _BackendInfo:
