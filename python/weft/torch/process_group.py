@@ -315,12 +315,10 @@ class ProcessGroupWeft(dist.ProcessGroup):
                 raise ValueError(f"weft: {what}: without split sizes input and output must hold "
                                  f"the same number of elements, a multiple of {self.size()}; "
                                  f"they hold {input.numel()} and {output.numel()}")
-            _need_comm(self._comm, "all_to_all", what)
             req = self._comm.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
         else:
             send_counts = _counts(in_splits, input, self.size(), what, "input")
             recv_counts = _counts(out_splits, output, self.size(), what, "output")
-            _need_comm(self._comm, "all_to_allv", what)
             req = self._comm.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
                                          recv_counts, async_op=True)
         return self._completion.submit(req, io.finish, [output])
@@ -338,7 +336,6 @@ class ProcessGroupWeft(dist.ProcessGroup):
             _same_dtype(t, ins[0], what)
         send = _Flat(ins, what)
         recv = _Flat(outs, what)
-        _need_comm(self._comm, "all_to_allv", what)
         req = self._comm.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
                                      [t.numel() for t in outs], async_op=True)
         return self._completion.submit(req, recv.scatter_back, outs)
@@ -685,12 +682,6 @@ def _counts(splits, t, size, what, kind):
         raise ValueError(f"weft: {what}: {kind} split sizes {splits} must be {size} counts that "
                          f"add up to its {rows} rows")
     return [int(k) * row for k in splits]
-
-
-def _need_comm(comm, method, what):
-    if not hasattr(comm, method):
-        raise NotImplementedError(f"weft: {what}: this libweft's Python package has no "
-                                  f"Comm.{method}; update weft")
 
 
 def _tag_kw(method, tag):
