@@ -238,6 +238,35 @@ def check_batch_isend_irecv_ring(c):
         same(a, ints((rank - 1) % size, n), ("ring local", n))
 
 
+def check_send_recv_tags(c):
+    # Tags travel with the messages; separate calls pair up in issue order, so the receiver
+    # posts its tags in the order they are sent (see ProcessGroupWeft.send).
+    size, rank = c["size"], c["rank"]
+    if size == 1:
+        raise Skip("send and recv need two ranks")
+
+    def tagged(g):
+        got = [torch.zeros(5), torch.zeros(3, dtype=torch.int64), torch.zeros(4)]
+        if rank == 0:
+            works = [dist.isend(ints(0, 5, salt=1), 1, group=g, tag=1),
+                     dist.isend(ints(0, 3, torch.int64, salt=2), 1, group=g, tag=2)]
+            dist.send(ints(0, 4, salt=3), 1, group=g, tag=0)
+            for w in works:
+                w.wait()
+        elif rank == 1:
+            works = [dist.irecv(got[0], 0, group=g, tag=1), dist.irecv(got[1], 0, group=g, tag=2)]
+            for w in works:
+                w.wait()
+            dist.recv(got[2], 0, group=g, tag=0)
+        return got
+
+    mine, gloo = both(c, tagged)
+    for k in range(3):
+        same(mine[k], gloo[k], ("tag", k))
+    if rank == 1:
+        same(mine[1], ints(0, 3, torch.int64, salt=2), "tag 2")
+
+
 def check_object_collectives(c):
     size, rank = c["size"], c["rank"]
     obj = {"rank": rank, "text": "x" * (rank * 100), "list": list(range(rank))}

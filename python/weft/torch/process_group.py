@@ -32,7 +32,6 @@ flat staging tensor, so each is one weft operation.
 """
 import datetime
 import functools
-import inspect
 import os
 import threading
 import time
@@ -386,22 +385,26 @@ class ProcessGroupWeft(dist.ProcessGroup):
         req = self._comm.barrier(async_op=True)
         return self._completion.submit(req, None, [])
 
-    # Point to point. Without tags weft matches a send with the peer's recv in the order both
-    # issue them; where Comm.send takes a tag, torch's tag travels with it.
+    # Point to point. torch's tag travels with each message. Every send and recv is a weft
+    # operation of its own, run in issue order like the collectives, so between two ranks
+    # messages pair up in the order both sides issue them, and the tags must agree pair by pair:
+    # a receive posted for tag 2 while the peer's next send has tag 1 fails naming both tags
+    # (weft pairs by tag in any order only within one p2p_group, and batch_isend_irecv hands a
+    # Python group no batch: torch 1.13 coalesces for NCCL only, 2.x for a group whose type is
+    # exactly the C++ ProcessGroup).
     @_guard("send")
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        req = self._comm.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True,
-                              **_tag_kw(self._comm.send, tag))
+        req = self._comm.send(tz.as_buffer(src, "send"), int(dst_rank), tag=int(tag),
+                              async_op=True)
         return self._completion.submit(req, None, [t])
 
     @_guard("recv")
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        req = self._comm.recv(io.buffer, int(src_rank), async_op=True,
-                              **_tag_kw(self._comm.recv, tag))
+        req = self._comm.recv(io.buffer, int(src_rank), tag=int(tag), async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
     def recv_anysource(self, tensors, tag=0):
@@ -682,18 +685,3 @@ def _counts(splits, t, size, what, kind):
         raise ValueError(f"weft: {what}: {kind} split sizes {splits} must be {size} counts that "
                          f"add up to its {rows} rows")
     return [int(k) * row for k in splits]
-
-
-def _tag_kw(method, tag):
-    # Comm.send/recv take tag= where the library matches by tag; before that, a non-zero tag
-    # cannot be honoured and is refused rather than ignored.
-    try:
-        has_tag = "tag" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        has_tag = False
-    if has_tag:
-        return {"tag": int(tag)}
-    if tag:
-        raise ValueError(f"weft: this libweft matches sends and receives in order and takes no "
-                         f"tag; got tag {tag}")
-    return {}
