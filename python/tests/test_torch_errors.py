@@ -9,14 +9,10 @@ pytest.importorskip("torch")
 WORLD = 3
 
 
-# Known failure, on torch 1.13 and 2.13 alike: the survivors' weft operations fail as they should,
-# but a failed Work's future reaches DDP's reducer as a Python future whose value is the exception
-# object; the reducer takes that for its gradients and the process dies with SIGSEGV instead of
-# raising. The future has to fail in C++'s terms (an error set on the ivalue::Future) for this to
-# pass.
-@pytest.mark.xfail(reason="DDP's reducer crashes on a failed Python future", strict=True)
 def test_rank_killed_mid_training(tmp_path):
-    run = Launch("killed_worker.py", WORLD, tmp_path)
+    # The group's timeout (10 s, killed_worker.py) and weft's the same: the survivors must raise
+    # within it plus the few seconds they wait to hear which rank failed to report.
+    run = Launch("killed_worker.py", WORLD, tmp_path, extra_env={"WEFT_TIMEOUT_MS": "10000"})
     assert run.exit.get(WORLD - 1) == 17, run.describe(WORLD - 1)
     name = "check_survivors_raise_naming_the_dead_rank"
     for rank in range(WORLD - 1):

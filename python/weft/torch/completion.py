@@ -10,6 +10,13 @@ _broadcast_coalesced waits on works it issued earlier). So:
   * the Work is a Python subclass of torch's Work whose wait() raises the operation's error
     (torch's own future-wrapping Work returns normally from wait() even when the future failed,
     which would let a failed synchronous collective pass silently);
+  * the future C++ gets from get_future() must fail in C++'s terms. Python's
+    Future.set_exception only stores the exception as the future's value, with a Python function
+    that raises it when Python asks for the value: C++ (DDP's reducer, on torch 1.13 and 2.x)
+    sees a successful future, reads the exception object as its gradients and crashes. A
+    callback chained with Future.then that raises is different: torch catches it in C++ and sets
+    the error on the chained future, whose wait() then throws in C++ too. So the completion
+    thread completes a private future, and the Work hands out the future chained to it;
   * C++ keeps only the C++ half of a Work a Python method returned; were the Python half
     collected, C++'s later wait() would fall through to the base class and never return. So
     every Work stays referenced here until it has completed and someone has waited on it or
@@ -32,7 +39,11 @@ class WeftWork(Work):
 
     def __init__(self, keeper, what):
         super().__init__()
-        self._fut = torch.futures.Future()
+        # _done is completed by the completion thread; _fut, chained to it, is what callers get:
+        # _unwrap raises a failed operation's error inside the chain, which fails _fut in C++
+        # (see the module comment).
+        self._done = torch.futures.Future()
+        self._fut = self._done.then(_unwrap)
         self._keeper = keeper
         self._what = what
         self._error = None
@@ -43,9 +54,9 @@ class WeftWork(Work):
     def _complete(self, result, error):
         if error is not None:
             self._error = error
-            self._fut.set_exception(error)
+            self._done.set_exception(error)
         else:
-            self._fut.set_result(result)
+            self._done.set_result(result)
         self._keeper.release_if_done(self)
 
     def wait(self, timeout=None):
@@ -57,7 +68,13 @@ class WeftWork(Work):
                     raise RuntimeError(f"weft: {self._what} not complete after {seconds} s")
                 time.sleep(0.0005)
         try:
-            self._fut.wait()  # re-raises the operation's error
+            self._fut.wait()
+        except Exception:
+            # _fut's error is torch's RuntimeError around the error's text; raise the error
+            # itself, with its own type (WeftError, TypeError, ...).
+            if self._error is not None:
+                raise self._error from None
+            raise
         finally:
             self._consumed = True
             self._keeper.release_if_done(self)
@@ -107,8 +124,11 @@ class Keeper:
 
 
 class Completion:
-    def __init__(self, name):
+    def __init__(self, name, explain=None):
+        """explain(error) -> error, if given, runs on the completion thread for each failed
+        operation and may return a more telling error (process_group._Causes)."""
         self.keeper = Keeper()
+        self._explain = explain
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -156,6 +176,8 @@ class Completion:
                 if finish is not None:
                     finish()
             except BaseException as e:  # the waiter gets it from work.wait()
+                if self._explain is not None:
+                    e = self._explain(e)
                 work._complete(None, e)
             else:
                 work._complete(result, None)
@@ -165,6 +187,11 @@ def _enqueued():
     from .process_group import _Calls  # process_group imports this module first
 
     return _Calls.ENQUEUED
+
+
+def _unwrap(done):
+    # value() of a future completed by set_exception raises that exception.
+    return done.value()
 
 
 def _seconds(timeout):

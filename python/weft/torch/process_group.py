@@ -30,15 +30,17 @@ Tensors that are not contiguous go through a contiguous copy (copied back on com
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
 flat staging tensor, so each is one weft operation.
 """
+import datetime
 import functools
-import inspect
 import os
 import threading
+import time
 import weakref
 
 import torch
 import torch.distributed as dist
 
+from ..errors import Result, WeftError
 from . import bootstrap, tensors as tz
 from .completion import Completion
 
@@ -72,7 +74,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         self._timeout_s = _seconds(timeout)
         self._comm = _connect(store, rank, size, self._timeout_s)
         self._calls = _Calls(self._comm)
-        self._completion = Completion(f"weft-pg-rank{rank}")
+        self._completion = Completion(f"weft-pg-rank{rank}", _Causes(store, rank, size).explain)
         self._group_name = ""
         self._group_desc = ""
         # Closes the communicator when the group is collected or the interpreter exits, whichever
@@ -314,12 +316,10 @@ class ProcessGroupWeft(dist.ProcessGroup):
                 raise ValueError(f"weft: {what}: without split sizes input and output must hold "
                                  f"the same number of elements, a multiple of {self.size()}; "
                                  f"they hold {input.numel()} and {output.numel()}")
-            _need_comm(self._comm, "all_to_all", what)
             req = self._calls.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
         else:
             send_counts = _counts(in_splits, input, self.size(), what, "input")
             recv_counts = _counts(out_splits, output, self.size(), what, "output")
-            _need_comm(self._comm, "all_to_allv", what)
             req = self._calls.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
                                          recv_counts, async_op=True)
         return self._completion.submit(req, io.finish, [output])
@@ -337,7 +337,6 @@ class ProcessGroupWeft(dist.ProcessGroup):
             _same_dtype(t, ins[0], what)
         send = _Flat(ins, what)
         recv = _Flat(outs, what)
-        _need_comm(self._comm, "all_to_allv", what)
         req = self._calls.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
                                      [t.numel() for t in outs], async_op=True)
         return self._completion.submit(req, recv.scatter_back, outs)
@@ -388,22 +387,26 @@ class ProcessGroupWeft(dist.ProcessGroup):
         req = self._comm.barrier(async_op=True)
         return self._completion.submit(req, None, [])
 
-    # Point to point. Without tags weft matches a send with the peer's recv in the order both
-    # issue them; where Comm.send takes a tag, torch's tag travels with it.
+    # Point to point. torch's tag travels with each message. Every send and recv is a weft
+    # operation of its own, run in issue order like the collectives, so between two ranks
+    # messages pair up in the order both sides issue them, and the tags must agree pair by pair:
+    # a receive posted for tag 2 while the peer's next send has tag 1 fails naming both tags
+    # (weft pairs by tag in any order only within one p2p_group, and batch_isend_irecv hands a
+    # Python group no batch: torch 1.13 coalesces for NCCL only, 2.x for a group whose type is
+    # exactly the C++ ProcessGroup).
     @_guard("send")
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        req = self._calls.send(tz.as_buffer(src, "send"), int(dst_rank), async_op=True,
-                              **_tag_kw(self._comm.send, tag))
+        req = self._calls.send(tz.as_buffer(src, "send"), int(dst_rank), tag=int(tag),
+                              async_op=True)
         return self._completion.submit(req, None, [t])
 
     @_guard("recv")
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        req = self._calls.recv(io.buffer, int(src_rank), async_op=True,
-                              **_tag_kw(self._comm.recv, tag))
+        req = self._calls.recv(io.buffer, int(src_rank), tag=int(tag), async_op=True)
         return self._completion.submit(req, io.finish, [t])
 
     def recv_anysource(self, tensors, tag=0):
@@ -422,6 +425,78 @@ class ProcessGroupWeft(dist.ProcessGroup):
 
     def __repr__(self):
         return f"ProcessGroupWeft(rank={self.rank()}, size={self.size()})"
+
+
+class _Causes:
+    """Shares the first failure of each rank through the group's store, so that every survivor
+    of a dead rank can name it.
+
+    When a rank dies, weft tells its peers what they saw: a neighbour in the schedule times out
+    receiving from it, another times out receiving from that neighbour, a third sees "rank N
+    aborted the connection" (weft's REMOTE). Only the dead rank never fails. So each rank
+    publishes its first failure; after a TIMEOUT or REMOTE failure a rank waits briefly for the
+    others' and names those that published none (dead, or stuck outside weft), and, for REMOTE,
+    adds the first failure that is not REMOTE."""
+
+    _KEY = "weft_first_error/"
+    # How long to wait for the other ranks' failures: those blocked in the same operation fail
+    # within about the same timeout and publish at once; this only bounds a loaded host.
+    WAIT_S = 3.0
+
+    def __init__(self, store, rank, size):
+        self._store, self._rank, self._size = store, rank, size
+        self._published = False
+        self._note = None  # what the search found, once: later failures must not wait again
+
+    def explain(self, error):
+        code = getattr(error, "code", None)
+        if not isinstance(error, WeftError) or code is None:
+            return error
+        try:
+            if not self._published:
+                self._published = True
+                self._store.set(f"{self._KEY}{self._rank}", f"{int(code)}|{error.message}")
+            if code not in (Result.TIMEOUT, Result.REMOTE):
+                return error
+            if self._note is None:
+                self._note = self._search(code)
+        except Exception:  # noqa: BLE001 -- the store dies with rank 0, which serves it
+            self._note = ""
+        if not self._note:
+            return error
+        return WeftError(f"{error.message}; {self._note}", code)
+
+    def _search(self, code):
+        others = {r: f"{self._KEY}{r}" for r in range(self._size) if r != self._rank}
+        found = {}
+        deadline = time.monotonic() + self.WAIT_S
+        while len(found) < len(others) and time.monotonic() < deadline:
+            for r, key in others.items():
+                if r not in found and self._has(key):
+                    c, _, message = self._store.get(key).decode().partition("|")
+                    found[r] = (int(c), message)
+            time.sleep(0.05)
+        notes = []
+        silent = sorted(set(others) - set(found))
+        if silent:
+            ranks = ", ".join(f"rank {r}" for r in silent)
+            notes.append(f"{ranks} reported no failure within {self.WAIT_S:g} s of this one "
+                         f"(exited, killed, or stuck outside weft)")
+        if code == Result.REMOTE:
+            first = next(((r, m) for r, (c, m) in sorted(found.items())
+                          if c != Result.REMOTE), None)
+            if first is not None:
+                notes.append(f"rank {first[0]} failed with: {first[1]}")
+        return "; ".join(notes)
+
+    def _has(self, key):
+        if hasattr(self._store, "check"):
+            return self._store.check([key])
+        try:  # torch 1.13's stores have no check(): a short wait instead
+            self._store.wait([key], datetime.timedelta(milliseconds=20))
+            return True
+        except RuntimeError:
+            return False
 
 
 class _BackendInfo:
@@ -666,24 +741,3 @@ def _counts(splits, t, size, what, kind):
         raise ValueError(f"weft: {what}: {kind} split sizes {splits} must be {size} counts that "
                          f"add up to its {rows} rows")
     return [int(k) * row for k in splits]
-
-
-def _need_comm(comm, method, what):
-    if not hasattr(comm, method):
-        raise NotImplementedError(f"weft: {what}: this libweft's Python package has no "
-                                  f"Comm.{method}; update weft")
-
-
-def _tag_kw(method, tag):
-    # Comm.send/recv take tag= where the library matches by tag; before that, a non-zero tag
-    # cannot be honoured and is refused rather than ignored.
-    try:
-        has_tag = "tag" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        has_tag = False
-    if has_tag:
-        return {"tag": int(tag)}
-    if tag:
-        raise ValueError(f"weft: this libweft matches sends and receives in order and takes no "
-                         f"tag; got tag {tag}")
-    return {}
