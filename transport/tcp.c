@@ -293,7 +293,9 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
       if (n < 0 && errno != EINTR) return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
       if (n > 0 && pfd[1].revents) WEFT_CHECK(accept_one(t, 1000));
       if (n > 0 && pfd[0].revents) {
-        ssize_t r = recv(c->lanes[lane].fd, ack + got, sizeof ack - got, 0);
+        /* Never more than this step needs: without a token the acceptor may send its first
+         * message right behind the ack, and those bytes belong to the connection's stream. */
+        ssize_t r = recv(c->lanes[lane].fd, ack + got, need - got, 0);
         if (r == 0)
           return WEFT_ERR(WEFT_ERR_REMOTE,
                           "rank %d at %s closed the connection during the "
