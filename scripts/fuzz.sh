@@ -43,11 +43,11 @@ sources_of() {
     store_wire) echo bootstrap/store_wire.c ;;
     store_server | store_client)
       echo bootstrap/store_wire.c bootstrap/store_server.c bootstrap/store_client.c \
-        bootstrap/store_kv.c common/net.c common/error.c ;;
+        bootstrap/store_kv.c common/net.c common/error.c common/hmac.c ;;
     env_url) echo bootstrap/env.c common/net.c common/error.c ;;
     boot_record)
       echo bootstrap/rendezvous.c bootstrap/env.c bootstrap/store_wire.c bootstrap/store_server.c \
-        bootstrap/store_client.c bootstrap/store_kv.c common/net.c common/error.c ;;
+        bootstrap/store_client.c bootstrap/store_kv.c common/net.c common/error.c common/hmac.c ;;
     tcp_wire) echo transport/tcp_wire.c ;;
     call_desc) echo collectives/call_desc.c collectives/names.c common/error.c ;;
     tune_file) echo comm/tune_file.c common/error.c ;;

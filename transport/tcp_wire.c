@@ -47,7 +47,9 @@ int32_t tcp_hello_decode(const unsigned char in[TCP_HELLO_BYTES], tcp_hello_t *h
   h->to_rank = (int32_t)get32(in + 20);
   h->lane = (int32_t)get32(in + 24);
   h->nlanes = (int32_t)get32(in + 28);
-  h->has_token = get32(in + 32) != 0;
+  uint32_t flag = get32(in + 32);
+  if (flag > 1) return TCP_ACK_GARBAGE; /* 0 or 1 only, so a hello re-encodes to its bytes */
+  h->has_token = (int)flag;
   for (int i = 0; i < TCP_NONCE_BYTES; i++) h->nonce[i] = in[36 + i];
   if (h->comm_id != my_comm_id) return TCP_ACK_OTHER_COMM;
   if (h->to_rank != my_rank || h->from_rank < 0 || h->from_rank >= nranks ||

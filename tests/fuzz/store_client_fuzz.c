@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pthread_t t;
   FUZZ_CHECK(pthread_create(&t, NULL, fake_master, &m) == 0);
 
-  store_identity_t id = {0x7466656677656674ull, 4, 1};
+  store_identity_t id = {0x7466656677656674ull, 4, 1, NULL};
   store_client_t *c = NULL;
   int64_t start = clock_now_ms();
   err_clear();

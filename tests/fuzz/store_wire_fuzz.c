@@ -19,9 +19,12 @@ static void check_header(const uint8_t *data) {
     return;
   }
   /* What the server and client rely on once the header passed. */
-  FUZZ_CHECK(h.type >= STORE_HELLO && h.type <= STORE_REPLY);
+  FUZZ_CHECK(h.type >= STORE_HELLO && h.type <= STORE_AUTH);
   FUZZ_CHECK(h.key_len <= STORE_MAX_KEY && h.val_len <= STORE_MAX_VALUE);
-  if (h.type == STORE_HELLO) FUZZ_CHECK(h.key_len == 0 && h.val_len == STORE_HELLO_SIZE);
+  if (h.type == STORE_HELLO) /* with a job token, the client's nonce follows its identity */
+    FUZZ_CHECK(h.key_len == 0 && (h.val_len == STORE_HELLO_SIZE ||
+                                  h.val_len == STORE_HELLO_SIZE + STORE_NONCE_SIZE));
+  if (h.type == STORE_AUTH) FUZZ_CHECK(h.key_len == 0 && h.val_len == STORE_MAC_SIZE);
   if (h.type == STORE_SET || h.type == STORE_GET || h.type == STORE_ADD) FUZZ_CHECK(h.key_len > 0);
   if (h.type == STORE_GET || h.type == STORE_ADD) FUZZ_CHECK(h.val_len == 0);
   if (h.type == STORE_WAIT)
