@@ -33,6 +33,9 @@ from torch._C._distributed_c10d import Work  # dist.Work in 1.13, dist._Work in 
 _STOP = object()
 
 
+# What process_group._Calls returns for a call enqueued on a CUDA stream instead of a Request.
+ENQUEUED = object()
+
 class WeftWork(Work):
     """One operation of the weft backend. wait() returns True or raises the operation's error;
     get_future() completes on its own with the operation's output tensors."""
@@ -136,7 +139,7 @@ class Completion:
     def submit(self, request, finish, result):
         """A Work for `request` (a weft.Request): once it completes, finish() runs (copies out of
         staging buffers; may be None) and the future's value becomes `result`."""
-        if request is _enqueued():
+        if request is ENQUEUED:
             # Enqueued on a CUDA stream (process_group._Calls): done as far as the host goes.
             work = WeftWork(self.keeper, "a call on a CUDA stream")
             if finish is not None:
@@ -181,12 +184,6 @@ class Completion:
                 work._complete(None, e)
             else:
                 work._complete(result, None)
-
-
-def _enqueued():
-    from .process_group import _Calls  # process_group imports this module first
-
-    return _Calls.ENQUEUED
 
 
 def _unwrap(done):

@@ -42,7 +42,9 @@ import torch.distributed as dist
 
 from ..errors import Result, WeftError
 from . import bootstrap, tensors as tz
-from .completion import Completion
+from ..buffers import Buffer
+from ..comm import P2POp
+from .completion import ENQUEUED, Completion
 
 BACKEND_NAME = "weft"
 # How long shutdown lets queued operations finish before leaving them to the daemon thread.
@@ -572,8 +574,6 @@ class _Calls:
     enqueued call marks the communicator failed: the next call raises it. Untested on a GPU by the
     test suite (no GPU there); see results/2026-11-25-torch2-cuda/ for the run on one."""
 
-    ENQUEUED = object()
-
     def __init__(self, comm):
         self._comm = comm
 
@@ -591,16 +591,13 @@ class _Calls:
                 method(*args, **kwargs)
             else:
                 method(*args, stream=stream.cuda_stream, **kwargs)
-            return _Calls.ENQUEUED
+            return ENQUEUED
 
         return call
 
 
 def _cuda_device(args, kwargs):
     """The CUDA device of the first CUDA tensor behind the call's buffers, or None."""
-    from ..buffers import Buffer
-    from ..comm import P2POp
-
     def owners():
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, Buffer):
