@@ -95,17 +95,26 @@ fail:
 _Static_assert(sizeof(net_addr_t) <= sizeof(((boot_record_t *)0)->addr[0]),
                "a TCP address must fit its blob");
 
-const char *boot_record_problem(const boot_record_t *r) {
-  if (!memchr(r->host_id, '\0', sizeof r->host_id)) return "its host id does not end";
-  const unsigned char *tcp = r->addr[0];
+/* NULL for an all-zero blob or an IPv4/IPv6 address of its family's length. */
+static const char *tcp_blob_problem(const unsigned char *blob, size_t size, const char *what) {
   int zero = 1;
-  for (size_t i = 0; i < sizeof r->addr[0]; i++) zero &= tcp[i] == 0;
+  for (size_t i = 0; i < size; i++) zero &= blob[i] == 0;
   if (zero) return NULL;
   net_addr_t a;
-  memcpy(&a, tcp, sizeof a);
+  memcpy(&a, blob, sizeof a);
   int v4 = a.ss.ss_family == AF_INET && a.len == sizeof(struct sockaddr_in);
   int v6 = a.ss.ss_family == AF_INET6 && a.len == sizeof(struct sockaddr_in6);
-  return v4 || v6 ? NULL : "its TCP address is neither IPv4 nor IPv6";
+  return v4 || v6 ? NULL : what;
+}
+
+const char *boot_record_problem(const boot_record_t *r) {
+  if (!memchr(r->host_id, '\0', sizeof r->host_id)) return "its host id does not end";
+  const char *p =
+      tcp_blob_problem(r->addr[0], sizeof r->addr[0], "its TCP address is neither IPv4 nor IPv6");
+  if (!p)
+    p = tcp_blob_problem(r->rescue, sizeof r->rescue,
+                         "its rescue address is neither IPv4 nor IPv6");
+  return p;
 }
 
 void boot_close(boot_session_t *s) {

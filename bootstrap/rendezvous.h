@@ -32,10 +32,13 @@ typedef struct {
 #define BOOT_NTRANSPORTS 4
 
 /* What every rank publishes: a blob per transport plus the identity of its host. A transport the
- * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros. */
+ * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros.
+ * `rescue` is the TCP address survivors reach this rank at after a failure (comm/rescue.h),
+ * whatever WEFT_TRANSPORT chose for the traffic itself. */
 typedef struct {
   char host_id[BOOT_HOST_ID_MAX];
   unsigned char addr[BOOT_NTRANSPORTS][128 + 16]; /* a net_addr_t for TCP */
+  unsigned char rescue[128 + 16];                 /* a net_addr_t */
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;
@@ -51,8 +54,9 @@ weft_result_t boot_exchange(boot_session_t *s, const boot_record_t *mine, boot_r
 void boot_close(boot_session_t *s);
 
 /* NULL when a published record can be used as it is, else what is wrong with it: a host id
- * without its terminating NUL (comm.c compares host ids as strings), or a TCP blob that is
- * neither all zeros nor an IPv4 or IPv6 address of its family's length. boot_exchange refuses
+ * without its terminating NUL (comm.c compares host ids as strings), or a TCP blob (the TCP
+ * transport's or the rescue address) that is neither all zeros nor an IPv4 or IPv6 address of its
+ * family's length. boot_exchange refuses
  * such a record from any rank: it came from another build or from something that is not weft. */
 const char *boot_record_problem(const boot_record_t *r);
 

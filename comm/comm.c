@@ -8,6 +8,7 @@
 #include "bootstrap/env.h"
 #include "bootstrap/rendezvous.h"
 #include "common/net.h"
+#include "comm/rescue.h"
 #include "common/trace.h"
 #include "transport/ibv_wrap.h"
 #include "transport/staged.h"
@@ -36,6 +37,18 @@ weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   return WEFT_SUCCESS;
 }
 
+weft_result_t comm_alloc_child(const weft_comm_t *parent, const char *id_text, int rank, int nranks,
+                               weft_comm_t **out) {
+  WEFT_CHECK(comm_alloc(nranks, rank, out));
+  weft_comm_t *c = *out;
+  c->config = parent->config;
+  c->algo_policy = parent->algo_policy;
+  c->model = parent->model;
+  c->advertise = parent->advertise;
+  c->comm_id = boot_job_hash(id_text);
+  return WEFT_SUCCESS;
+}
+
 void comm_free(weft_comm_t *c, int abortive) {
   if (!c) return;
   /* Device connections first: a staged one wraps the host connection closed below. */
@@ -49,6 +62,7 @@ void comm_free(weft_comm_t *c, int abortive) {
     c->transports[k]->ops->destroy(c->transports[k]);
     free(c->peer_addrs[k]);
   }
+  rescue_close(c, abortive);
   exec_ctx_release(&c->exec);
   dev_engine_close(c->dev);
   free(c->via);
@@ -236,7 +250,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
     t->local_addr(c->transports[k], mine->addr[k]);
   }
   boot_host_id(mine->host_id, sizeof mine->host_id);
-  return WEFT_SUCCESS;
+  return rescue_open(c, mine);
 }
 
 static int blob_present(const unsigned char *blob, size_t n) {
@@ -346,6 +360,7 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
     for (int r = 0; r < c->nranks; r++)
       memcpy(c->peer_addrs[k] + (size_t)r * size, all[r].addr[k], size);
   }
+  WEFT_CHECK(rescue_attach(c, all));
   if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
   WEFT_CHECK(map_nodes(c, all));
   WEFT_CHECK(choose_transports(c, all));

@@ -47,6 +47,13 @@ struct weft_comm {
   net_addr_t advertise;     /* where this rank's transports listen (port 0): splits reuse it */
   uint64_t nsplits;         /* splits and dups of this communicator so far: new comm_ids */
   struct comm_async *async; /* the progress thread and its queue, from the first async call */
+  /* After a failure (rescue.h): the survivors' own TCP listener, every rank's address for it,
+   * and the connections made so far; rescue_config is config with one socket per peer. */
+  transport_t *rescue;
+  weft_config_t rescue_config;
+  unsigned char *rescue_addrs;
+  conn_t **rescue_conns;
+  uint64_t nshrinks; /* shrinks of this communicator so far: new comm_ids */
 };
 
 typedef struct comm_async comm_async_t;
@@ -66,6 +73,11 @@ const char *comm_device_transport_name(const weft_comm_t *comm, int peer);
  * (through the parent communicator). comm_alloc: a communicator with nothing set up; comm_free:
  * its teardown, closing connections in order or at once. */
 weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out);
+/* A communicator made from `parent` (split, shrink): rank and size in it, comm_id hashed from
+ * `id_text` (which must differ between children and be the same on their members), config,
+ * algorithm policy, cost model and advertised address copied from the parent. */
+weft_result_t comm_alloc_child(const weft_comm_t *parent, const char *id_text, int rank, int nranks,
+                               weft_comm_t **out);
 void comm_free(weft_comm_t *comm, int abortive);
 /* Creates this rank's transports (those WEFT_TRANSPORT allows) on comm->advertise for
  * comm->comm_id and fills `mine` with what peers need to reach them (their addresses and this

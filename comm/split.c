@@ -87,17 +87,10 @@ static weft_result_t group_of(const weft_comm_t *comm, const split_pick_t *picks
 
 static weft_result_t child_alloc(weft_comm_t *parent, int color, uint64_t serial, int rank,
                                  int nranks, weft_comm_t **out) {
-  WEFT_CHECK(comm_alloc(nranks, rank, out));
-  weft_comm_t *c = *out;
-  c->config = parent->config;
-  c->algo_policy = parent->algo_policy;
-  c->model = parent->model;
-  c->advertise = parent->advertise;
   char text[96];
   snprintf(text, sizeof text, "%llx/split/%llu/%d", (unsigned long long)parent->comm_id,
            (unsigned long long)serial, color);
-  c->comm_id = boot_job_hash(text);
-  return WEFT_SUCCESS;
+  return comm_alloc_child(parent, text, rank, nranks, out);
 }
 
 /* This rank's part before the second exchange: its group, the new communicator, its transport. */

@@ -353,6 +353,27 @@ weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t
 /* A new communicator of the same ranks (collective over `comm`). */
 weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
 
+/* ---- Carrying on after a failure ---------------------------------------------------------- */
+
+/* Like ncclCommShrink: a new communicator of the ranks of `comm` that are still alive, minus
+ * `exclude_ranks`, in their old order (a rank's new rank is its position among them). Collective
+ * over the ranks that stay; the excluded ranks do not call it (an excluded caller gets
+ * WEFT_ERR_INVALID_ARGUMENT), and every caller should pass the same list. It works on a
+ * communicator that failed (a dead peer, WEFT_ERR_COMM_FAILED) as on a healthy one, and needs
+ * neither the master nor any connection of `comm`: the ranks agree over a channel every
+ * communicator keeps for this (a rank that does not answer within WEFT_TIMEOUT_MS, e.g. killed or
+ * stopped, is counted as failed and left out), then set the new communicator up among
+ * themselves. Every survivor ends with the same members or an error; a rank failing during the
+ * call may make it fail, and it may be called again. `comm` stays as it was: destroy (or abort) it
+ * once it is no longer needed. */
+weft_result_t weft_comm_shrink(weft_comm_t *comm, const int *exclude_ranks, int nexclude,
+                               weft_comm_t **newcomm);
+/* Which ranks of `comm` have failed, agreed by the ranks still alive the way weft_comm_shrink
+ * agrees (so, collective over them: every rank that is alive must call it, and each gets the
+ * same answer). *nfailed is their number; the first `max` of them, ascending, go to `ranks`. A
+ * rank that does not call it within WEFT_TIMEOUT_MS is counted as failed. */
+weft_result_t weft_comm_get_failed_ranks(weft_comm_t *comm, int *ranks, int max, int *nfailed);
+
 #ifdef __cplusplus
 }
 #endif

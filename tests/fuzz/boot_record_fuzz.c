@@ -3,8 +3,8 @@
  *
  * Input: the record's bytes (as many as there are, the rest zero). A record the check accepts
  * has a host id that ends inside its field, so comm.c's strcmp of two host ids stays inside them,
- * and a TCP blob that is empty or an IPv4/IPv6 address of its family's exact length, so
- * net_addr_str and connect read no more than the address. */
+ * and TCP blobs (the transport's and the rescue address) that are empty or an IPv4/IPv6
+ * address of its family's exact length, so net_addr_str and connect read no more than it. */
 #include <netinet/in.h>
 #include <string.h>
 
@@ -25,9 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     boot_record_t mine = {0};
     boot_host_id(mine.host_id, sizeof mine.host_id);
     (void)strcmp(r->host_id, mine.host_id);
-    net_addr_t a;
-    memcpy(&a, r->addr[0], sizeof a);
-    if (a.len != 0) {
+    /* Both TCP blobs: the transport's and the rescue listener's (comm/rescue.h). */
+    const unsigned char *blobs[] = {r->addr[0], r->rescue};
+    for (int i = 0; i < 2; i++) {
+      net_addr_t a;
+      memcpy(&a, blobs[i], sizeof a);
+      if (a.len == 0) continue;
       FUZZ_CHECK(a.len <= sizeof a.ss);
       char text[NET_ADDR_STRLEN];
       net_addr_str(&a, text, sizeof text);
