@@ -122,6 +122,8 @@ def _declare(lib):
         "weft_test": (c_int, [c_void_p, int_p]),
         "weft_wait": (c_int, [c_void_p, c_int]),
         "weft_comm_split": (c_int, [c_void_p, c_int, c_int, comm_pp]),
+        "weft_comm_shrink": (c_int, [c_void_p, int_p, c_int, comm_pp]),
+        "weft_comm_get_failed_ranks": (c_int, [c_void_p, int_p, c_int, int_p]),
         "weft_comm_dup": (c_int, [c_void_p, comm_pp]),
     }
     for name, (restype, argtypes) in protos.items():

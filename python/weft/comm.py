@@ -335,6 +335,31 @@ class Comm:
             check(self._lib, self._lib.weft_comm_dup(self._live(), ctypes.byref(sub)), "weft_comm_dup")
         return Comm(_handle=sub)
 
+    def shrink(self, exclude=()):
+        """A new Comm of the ranks still alive, minus `exclude` (ranks of this Comm), in their old
+        order: weft_comm_shrink. Collective over the ranks that stay (those in `exclude` do not
+        call it); works after a failure (WeftError COMM_FAILED, a dead peer) without the master.
+        This Comm stays: abort() it once done with it."""
+        ranks = [int(r) for r in exclude]
+        array = (ctypes.c_int * max(len(ranks), 1))(*ranks)
+        sub = ctypes.c_void_p()
+        with self._lock:
+            check(self._lib, self._lib.weft_comm_shrink(self._live(), array, len(ranks),
+                                                        ctypes.byref(sub)), "weft_comm_shrink")
+        return Comm(_handle=sub)
+
+    def failed_ranks(self):
+        """The ranks of this Comm that failed, as the ranks still alive agree on them
+        (weft_comm_get_failed_ranks): collective over those ranks, each gets the same list."""
+        room = self._size
+        ranks = (ctypes.c_int * max(room, 1))()
+        n = ctypes.c_int()
+        with self._lock:
+            check(self._lib, self._lib.weft_comm_get_failed_ranks(self._live(), ranks, room,
+                                                                  ctypes.byref(n)),
+                  "weft_comm_get_failed_ranks")
+        return list(ranks[:n.value])
+
     def destroy(self):
         """Runs what is queued, closes connections in order and frees the communicator."""
         self._end(self._lib.weft_comm_destroy)
