@@ -9,6 +9,7 @@
 //   - tests/collectives_mp/patterns.h (float sum, prod and avg, integer avg): small values whose
 //     sums, products and means are exact in every dtype and order, as the multi-process tests use.
 #include <cstring>
+#include <utility>
 
 #include "tests/collectives_mp/patterns.h"
 #include "tests/collectives_mp/typed.h"
@@ -100,8 +101,125 @@ static int64_t reduce_expected(weft_dtype_t d, weft_op_t op, int n, size_t i, ui
   return acc;
 }
 
+// Elements rank src sends rank dst in an all_to_allv or in message `tag` of a p2p group: up to
+// `bound`, 0 often, drawn from salt so that both ends know it.
+static size_t pair_count(uint64_t salt, int src, int dst, int tag, size_t bound) {
+  uint64_t h = soak_mix(salt ^ 0x5bd1e995ULL ^ ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^
+                        (uint64_t)tag);
+  return h % 4 == 0 ? 0 : (size_t)((h >> 8) % (bound + 1));
+}
+
+// How many messages (0, 1 or 2, tags 0 and 1) rank src sends rank dst in a p2p group.
+static int pair_messages(uint64_t salt, int src, int dst) {
+  if (src == dst) return 0;
+  return (int)(soak_mix(salt ^ 0x27d4eb2fULL ^ ((uint64_t)src << 32) ^ (uint64_t)dst) % 3);
+}
+
+// Element i of rank src's message to dst (tag `tag`): data that is only moved, different for
+// every pair and tag.
+static int64_t pair_value(weft_dtype_t d, int src, int dst, int tag, size_t i, uint64_t salt) {
+  return moved_value(d, src, ((size_t)dst * 2 + (size_t)tag) * 1000003u + i, salt);
+}
+
+static void fill_guarded(SoakOp* op, size_t send_n, size_t recv_n, size_t es) {
+  op->a.assign(send_n * es + kGuard, (char)kFill);
+  op->b.assign(recv_n * es + kGuard, (char)kFill);
+  op->a_used = send_n * es;
+  op->b_used = recv_n * es;
+  op->bytes = (send_n > recv_n ? send_n : recv_n) * es;
+  op->want.assign(op->b.begin(), op->b.begin() + (long)op->b_used);  // gaps keep the fill
+  op->recv_n = recv_n;
+  op->out = op->b.data();
+}
+
+// all_to_allv: blocks packed in rank order on the send side with a gap of 0-2 elements before
+// each, and in reverse rank order on the receive side, so that displacements matter.
+static void prepare_all_to_allv(SoakOp* op, int rank, int n, uint64_t salt) {
+  weft_call_t& k = op->call;
+  size_t es = weft_dtype_size(k.dtype), p = (size_t)n;
+  op->v_counts.assign(4 * p, 0);
+  size_t *sc = &op->v_counts[0], *sd = sc + p, *rc = sd + p, *rd = rc + p;
+  size_t at = 0;
+  for (int j = 0; j < n; j++) {
+    at += soak_mix(salt + (uint64_t)j) % 3;
+    sc[j] = pair_count(salt, rank, j, 0, k.count);
+    sd[j] = at;
+    at += sc[j];
+  }
+  size_t send_n = at;
+  at = 0;
+  for (int i = n - 1; i >= 0; i--) {
+    at += soak_mix(salt ^ (uint64_t)i) % 3;
+    rc[i] = pair_count(salt, i, rank, 0, k.count);
+    rd[i] = at;
+    at += rc[i];
+  }
+  fill_guarded(op, send_n, at, es);
+  for (int j = 0; j < n; j++)
+    for (size_t e = 0; e < sc[j]; e++)
+      typed_store(k.dtype, op->a.data(), sd[j] + e, pair_value(k.dtype, rank, j, 0, e, salt));
+  for (int i = 0; i < n; i++)
+    for (size_t e = 0; e < rc[i]; e++)
+      typed_store(k.dtype, op->want.data(), rd[i] + e, pair_value(k.dtype, i, rank, 0, e, salt));
+  k.sendbuf = op->a.data();
+  k.recvbuf = op->b.data();
+  k.send_counts = sc;
+  k.send_displs = sd;
+  k.recv_counts = rc;
+  k.recv_displs = rd;
+  op->input.assign(op->a.begin(), op->a.begin() + (long)op->a_used);
+  op->input_at = op->a.data();
+}
+
+// p2p_group: every rank sends each other rank 0, 1 or 2 messages (tags 0 and 1) and receives
+// what they send it, listing its ops in an order of its own, so that only the tags can pair them.
+static void prepare_p2p_group(SoakOp* op, int rank, int n, uint64_t salt) {
+  weft_call_t& k = op->call;
+  size_t es = weft_dtype_size(k.dtype);
+  struct Msg {
+    bool send;
+    int peer, tag;
+    size_t count, at;
+  };
+  std::vector<Msg> msgs;
+  size_t send_n = 0, recv_n = 0;
+  for (int q = 0; q < n; q++) {
+    for (int t = 0; t < pair_messages(salt, rank, q); t++) {
+      size_t c = pair_count(salt, rank, q, t + 1, k.count);
+      msgs.push_back({true, q, t, c, send_n});
+      send_n += c;
+    }
+    for (int t = 0; t < pair_messages(salt, q, rank); t++) {
+      size_t c = pair_count(salt, q, rank, t + 1, k.count);
+      msgs.push_back({false, q, t, c, recv_n});
+      recv_n += c;
+    }
+  }
+  fill_guarded(op, send_n, recv_n, es);
+  Rng order(salt, 0x9e37, (uint64_t)rank);
+  for (size_t j = msgs.size(); j > 1; j--) std::swap(msgs[j - 1], msgs[order.below(j)]);
+  for (const Msg& m : msgs) {
+    char* base = m.send ? op->a.data() : op->b.data();
+    for (size_t e = 0; e < m.count; e++) {
+      if (m.send)
+        typed_store(k.dtype, base, m.at + e, pair_value(k.dtype, rank, m.peer, m.tag, e, salt));
+      else
+        typed_store(k.dtype, op->want.data(), m.at + e,
+                    pair_value(k.dtype, m.peer, rank, m.tag, e, salt));
+    }
+    op->p2p_ops.push_back({m.send ? WEFT_COLL_SEND : WEFT_COLL_RECV, base + m.at * es, m.count,
+                           k.dtype, m.peer, m.tag});
+  }
+  k.ops = op->p2p_ops.data();
+  k.nops = (int)op->p2p_ops.size();
+  op->input.assign(op->a.begin(), op->a.begin() + (long)op->a_used);
+  op->input_at = op->a.data();
+}
+
 void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, bool null_unused) {
   weft_call_t& k = op->call;
+  if (k.coll == WEFT_COLL_ALL_TO_ALLV) return prepare_all_to_allv(op, rank, n, salt);
+  if (k.coll == WEFT_COLL_P2P_GROUP) return prepare_p2p_group(op, rank, n, salt);
   weft_dtype_t d = k.dtype;
   size_t es = weft_dtype_size(d), count = k.count, p = (size_t)n;
   int root = k.root;
@@ -115,6 +233,9 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
     case WEFT_COLL_REDUCE_SCATTER:
     case WEFT_COLL_SCATTER:
       send_n = count * p;
+      break;
+    case WEFT_COLL_ALL_TO_ALL:
+      send_n = recv_n = count * p;
       break;
     case WEFT_COLL_SEND:
       recv_n = 0;
@@ -176,6 +297,9 @@ void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, boo
         break;
       case WEFT_COLL_SCATTER:
         v = moved_value(d, root, (size_t)rank * count + i, salt);
+        break;
+      case WEFT_COLL_ALL_TO_ALL:  // block i / count came from that rank's block `rank`
+        v = moved_value(d, (int)(i / count), (size_t)rank * count + i % count, salt);
         break;
       case WEFT_COLL_REDUCE_SCATTER:
         v = reduce_expected(d, k.op, n, (size_t)rank * count + i, salt);

@@ -141,6 +141,9 @@ struct Driver {
                   {WEFT_COLL_GATHER, 8},
                   {WEFT_COLL_SCATTER, 8},
                   {WEFT_COLL_BARRIER, 5},
+                  {WEFT_COLL_ALL_TO_ALL, 8},
+                  {WEFT_COLL_ALL_TO_ALLV, 6},
+                  {WEFT_COLL_P2P_GROUP, 6},
                   {WEFT_COLL_SEND, 10}};  // SEND: a send/recv exchange between pairs of ranks
     int total = 0;
     for (const auto& e : kTable) total += e.weight;
@@ -177,8 +180,11 @@ struct Driver {
     if (in_place) s += " in place";
     if (k.coll == WEFT_COLL_SEND || k.coll == WEFT_COLL_RECV)
       s += " peer " + std::to_string(k.root);
+    else if (k.coll == WEFT_COLL_ALL_TO_ALLV || k.coll == WEFT_COLL_P2P_GROUP)
+      s += " (at most, per pair)";
     else if (k.coll != WEFT_COLL_ALL_REDUCE && k.coll != WEFT_COLL_ALL_GATHER &&
-             k.coll != WEFT_COLL_REDUCE_SCATTER && k.coll != WEFT_COLL_BARRIER)
+             k.coll != WEFT_COLL_REDUCE_SCATTER && k.coll != WEFT_COLL_BARRIER &&
+             k.coll != WEFT_COLL_ALL_TO_ALL)
       s += " root " + std::to_string(k.root);
     return s + " on " + cm.name + " (rank " + std::to_string(cm.rank) + " of " +
            std::to_string(cm.n) + ")" + (async ? " async" : " blocking");
@@ -210,7 +216,9 @@ struct Driver {
       if (weft_algo_supported(k.coll, (weft_algo_t)a)) algos[na++] = (weft_algo_t)a;
     k.algo = algos[r.below((uint64_t)na)];
     bool gathers = k.coll == WEFT_COLL_ALL_GATHER || k.coll == WEFT_COLL_GATHER ||
-                   k.coll == WEFT_COLL_REDUCE_SCATTER || k.coll == WEFT_COLL_SCATTER;
+                   k.coll == WEFT_COLL_REDUCE_SCATTER || k.coll == WEFT_COLL_SCATTER ||
+                   k.coll == WEFT_COLL_ALL_TO_ALL || k.coll == WEFT_COLL_ALL_TO_ALLV ||
+                   k.coll == WEFT_COLL_P2P_GROUP;
     // max_count bounds the largest buffer, which is n counts for the gathering ones.
     k.count = pick_count(r, gathers ? o.max_count / (size_t)cm.n : o.max_count);
     uint64_t root_draw = r.next();
@@ -220,6 +228,19 @@ struct Driver {
     uint64_t salt = r.next();
     calls++;
     if (!cm.c) return;  // a call on a split that left this rank out
+    // No in-place form of these (weft.h); a p2p group without ops would name no rank.
+    if (k.coll == WEFT_COLL_ALL_TO_ALL || k.coll == WEFT_COLL_ALL_TO_ALLV ||
+        k.coll == WEFT_COLL_P2P_GROUP)
+      in_place = false;
+    if (k.coll == WEFT_COLL_P2P_GROUP) {
+      SoakOp* g = make(index, cm, k, async, false, false, salt);
+      if (g->call.nops == 0) {
+        delete g;
+        return;
+      }
+      issue(g);
+      return;
+    }
     if (k.coll != WEFT_COLL_SEND) {
       issue(make(index, cm, k, async, in_place, null_unused, salt));
       return;

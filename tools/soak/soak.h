@@ -55,11 +55,17 @@ struct SoakOp {
   size_t recv_n = 0;
   size_t a_used = 0, b_used = 0;  // bytes of a and b the call may touch; the rest is a guard
   size_t bytes = 0;               // the largest buffer's bytes, for the summary
+  // all_to_allv: send counts, send displacements, receive counts, receive displacements (n
+  // each); p2p_group: the ops. The call points at them.
+  std::vector<size_t> v_counts;
+  std::vector<weft_p2p_op_t> p2p_ops;
 };
 
 // Fills op's buffers and expected output for `call` (buffers are set here) on a communicator
 // where this rank is `rank` of `n`. `salt` varies the data from call to call, so a stale result
-// of an earlier call never passes for this one; send and recv name the peer in call.root.
+// of an earlier call never passes for this one; send and recv name the peer in call.root. For
+// all_to_allv and p2p_group, count bounds each pair's elements, and every rank derives every
+// pair's counts (and a p2p group's messages and tags) from salt alone.
 // null_unused: pass NULL for the buffers weft.h lets a rank leave out.
 void soak_prepare(SoakOp* op, int rank, int n, uint64_t salt, bool in_place, bool null_unused);
 
