@@ -2,7 +2,8 @@
 operation of its own (16 MiB messages: no socket buffer holds them): a ring through
 batch_isend_irecv with sends listed before receives (gloo runs it as the reference), isends left
 unwaited before a collective or while the rank sleeps, a batch whose partner receives one op at a
-time, and a peer gone before a batch. One launch of workers/p2p_worker.py per world size.
+time, destroy_process_group with ops still held, and a peer gone before a batch. One launch of
+workers/p2p_worker.py per world size (4 ranks pass too; 2 and 3 keep the suite quick).
 
 WEFT_TIMEOUT_MS is 5 s, so a deadlock fails within it; each check takes a fraction of that."""
 import pytest
