@@ -1,5 +1,5 @@
 """p2p.py -- the process group's sends and receives, held back and issued together as one weft
-p2p_group, so that torch's batch_isend_irecv cannot deadlock.
+p2p_group, so that torch's batch_isend_irecv does not deadlock.
 
 Why. Every weft operation of a communicator runs in issue order on its progress thread. Were each
 isend and irecv an operation of its own, a ring in which every rank sends to the next before
@@ -17,9 +17,10 @@ receives here and issues them as one p2p_group when
     in program order;
   * torch 1.13's batch ends (_end_coalescing);
   * or nothing has been added for _HOLD_S, so that an isend nobody waits on still goes out while
-    its rank computes. The timer never splits a batch that torch's batch_isend_irecv is still
-    handing over, whether or not torch brackets it (it looks at the caller's stack for that
-    function: on a loaded host a rank can be descheduled between two ops for longer than any
+    its rank computes (one thread per group, started by its first send or receive). The timer
+    never splits a batch that torch's batch_isend_irecv is still handing over, whether or not
+    torch brackets it (it looks at the caller's stack, sys._current_frames, for that function:
+    on a loaded host a rank can be descheduled between two ops for longer than any
     short delay, and a ring split there deadlocks again); outside batch_isend_irecv, isends and
     irecvs issued back to back by hand go out together unless more than _HOLD_S passes between
     them.
@@ -33,8 +34,9 @@ boundaries, which differ between ranks (a wait here, a timer there) and so must 
 pairs with what. Issuing ops together never makes them wait longer than issuing them one by one:
 each starts no later.
 
-A failed group fails every Work of the batch with the group's error (weft's message names the
-rank, the peer and the tags). CUDA tensors are not held back: their calls are enqueued on the
+As torch asks, a tensor handed to isend must stay untouched until its Work completes: it may now
+be read after the call returns, when its batch is issued. A failed group fails every Work of the
+batch with the group's error (weft's message names the rank and the peer). CUDA tensors are not held back: their calls are enqueued on the
 caller's current stream when made, which a later flush from another thread could not do (a
 pending batch of host ops is issued first).
 """
