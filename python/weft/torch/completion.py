@@ -6,7 +6,8 @@ _broadcast_coalesced waits on works it issued earlier). So:
 
   * each operation is issued with weft_call_async, and one thread per process group waits on
     the requests in order, copies results out of staging buffers and completes a torch Future,
-    without anyone calling into the Work;
+    without anyone calling into the Work (sends and receives are held back and issued as one
+    request for several Works: p2p.py; such a Work issues its batch when asked about);
   * the Work is a Python subclass of torch's Work whose wait() raises the operation's error
     (torch's own future-wrapping Work returns normally from wait() even when the future failed,
     which would let a failed synchronous collective pass silently);
@@ -51,7 +52,15 @@ class WeftWork(Work):
         self._what = what
         self._error = None
         self._consumed = False
+        # For an operation held back (p2p.Batch): issues it, with its batch, before anyone
+        # looks at its state; None once issued.
+        self._flush = None
         keeper.hold(self)
+
+    def _issue(self):
+        flush = self._flush
+        if flush is not None:
+            flush()
 
     # Called by the completion thread.
     def _complete(self, result, error):
@@ -63,6 +72,7 @@ class WeftWork(Work):
         self._keeper.release_if_done(self)
 
     def wait(self, timeout=None):
+        self._issue()
         seconds = _seconds(timeout)
         if seconds:
             deadline = time.monotonic() + seconds
@@ -84,17 +94,21 @@ class WeftWork(Work):
         return True
 
     def get_future(self):
+        self._issue()
         self._consumed = True
         self._keeper.release_if_done(self)
         return self._fut
 
     def is_completed(self):
+        self._issue()
         return self._fut.done()
 
     def is_success(self):
+        self._issue()
         return self._fut.done() and self._error is None
 
     def result(self):
+        self._issue()
         return self._fut.value()
 
     def synchronize(self):
@@ -147,7 +161,36 @@ class Completion:
             work._complete(result, None)
             return work
         work = WeftWork(self.keeper, request.what)
-        self._queue.put((request, finish, result, work))
+        self._queue.put((request, [(work, finish, result)]))
+        return work
+
+    def pending(self, what, flush):
+        """A Work for an operation not issued yet: flush() issues it (and submit_group completes
+        it); wait(), get_future() and the state queries call flush() first."""
+        work = WeftWork(self.keeper, what)
+        work._flush = flush
+        return work
+
+    def submit_group(self, request, parts):
+        """Completes several Works with one request (a p2p_group): parts are (work, finish,
+        result) as submit() takes them; a failed request fails them all."""
+        for work, _, _ in parts:
+            work._flush = None
+        self._queue.put((request, parts))
+
+    def all_of(self, works, what):
+        """A Work that completes once all of `works` have, failing with the first one's error
+        if any failed; its future's value is []."""
+        work = WeftWork(self.keeper, what)
+        if not works:
+            work._complete([], None)
+            return work
+
+        def done(_):
+            error = next((w._error for w in works if w._error is not None), None)
+            work._complete(None if error is not None else [], error)
+
+        torch.futures.collect_all([w.get_future() for w in works]).then(done)
         return work
 
     def completed(self, result, what):
@@ -173,17 +216,25 @@ class Completion:
             item = self._queue.get()
             if item is _STOP:
                 return
-            request, finish, result, work = item
+            request, parts = item
             try:
                 request.wait()
-                if finish is not None:
-                    finish()
-            except BaseException as e:  # the waiter gets it from work.wait()
-                if self._explain is not None:
-                    e = self._explain(e)
-                work._complete(None, e)
-            else:
-                work._complete(result, None)
+            except BaseException as e:  # the waiters get it from work.wait()
+                e = self._explained(e)
+                for work, _, _ in parts:
+                    work._complete(None, e)
+                continue
+            for work, finish, result in parts:
+                try:
+                    if finish is not None:
+                        finish()
+                except BaseException as e:
+                    work._complete(None, self._explained(e))
+                else:
+                    work._complete(result, None)
+
+    def _explained(self, error):
+        return error if self._explain is None else self._explain(error)
 
 
 def _unwrap(done):

@@ -21,10 +21,10 @@ match gloo (python/tests/test_torch2.py, test_ddp.py). A C++ extension would hav
 against each torch generation's headers and C++ ABI (1.13 and 2.x differ in both) on every
 machine that installs weft, for no operation the Python route lacks. What the Python route costs:
 the Python work per call (this module, completion.py's thread hand-off), measured against gloo
-in results/2026-11-25-torch2/; batch_isend_irecv does not coalesce (torch coalesces only for a
-C++ ProcessGroup), so its sends and receives are issued one by one, each asynchronously; and an
-exception raised while C++ calls a method can be lost, so every method turns its errors into a
-failed Work (see _guard) whose wait() and future raise them.
+in results/2026-11-25-torch2/; batch_isend_irecv hands the group its sends and receives one by
+one (torch coalesces only for a C++ ProcessGroup), so the group holds them back and issues them
+together (p2p.py); and an exception raised while C++ calls a method can be lost, so every method
+turns its errors into a failed Work (see _guard) whose wait() and future raise them.
 
 Tensors that are not contiguous go through a contiguous copy (copied back on completion); list
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
@@ -41,7 +41,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import Result, WeftError
-from . import bootstrap, tensors as tz
+from . import bootstrap, p2p, tensors as tz
 from ..buffers import Buffer
 from ..comm import P2POp
 from .completion import ENQUEUED, Completion
@@ -50,17 +50,20 @@ BACKEND_NAME = "weft"
 # How long shutdown lets queued operations finish before leaving them to the daemon thread.
 _STOP_TIMEOUT_S = 60
 
-def _guard(what):
+def _guard(what, flushes=True):
     """Makes a method's error the Work's: C++ callers (DDP's reducer, the functional ops) may call
     a method from a thread that drops a Python exception, so a method never raises; its Work
     fails with the error instead, and wait() or the future raise it with its own type. torch's
     Python functions wait at once when async_op=False, so there the error is raised by the call
-    as before."""
+    as before. Unless flushes is False (send and recv, which join it), the method first issues
+    the sends and receives held back (see p2p.py), so that operations run in program order."""
 
     def wrap(fn):
         @functools.wraps(fn)
         def method(self, *args, **kwargs):
             try:
+                if flushes:
+                    self._p2p.flush()
                 return fn(self, *args, **kwargs)
             except Exception as e:  # noqa: BLE001 -- handed to the caller through the Work
                 return self._completion.failed(e, what)
@@ -77,11 +80,13 @@ class ProcessGroupWeft(dist.ProcessGroup):
         self._comm = _connect(store, rank, size, self._timeout_s)
         self._calls = _Calls(self._comm)
         self._completion = Completion(f"weft-pg-rank{rank}", _Causes(store, rank, size).explain)
+        self._p2p = p2p.Batch(self._comm, self._completion, f"weft-pg-rank{rank}")
         self._group_name = ""
         self._group_desc = ""
         # Closes the communicator when the group is collected or the interpreter exits, whichever
         # comes first; holds no reference to self.
-        self._closer = weakref.finalize(self, _close, self._comm, self._completion, False)
+        self._closer = weakref.finalize(self, _close, self._comm, self._completion, self._p2p,
+                                        False)
 
     # ---- identity ----------------------------------------------------------------------------
 
@@ -109,19 +114,21 @@ class ProcessGroupWeft(dist.ProcessGroup):
 
     @property
     def comm(self):
-        """The weft.Comm underneath."""
+        """The weft.Comm underneath (sends and receives held back are issued first, so that
+        what is called on it runs after them)."""
+        self._p2p.flush()
         return self._comm
 
     def shutdown(self):
         """Finishes queued operations and destroys the communicator (destroy_process_group in
         torch 2.x calls this)."""
         self._closer.detach()
-        _close(self._comm, self._completion, False)
+        _close(self._comm, self._completion, self._p2p, False)
 
     def abort(self):
         """Aborts the communicator: peers blocked on it fail promptly."""
         self._closer.detach()
-        _close(self._comm, self._completion, True)
+        _close(self._comm, self._completion, self._p2p, True)
 
     def monitored_barrier(self, opts=None, wait_all_ranks=False):
         raise RuntimeError("weft: monitored_barrier is not supported (torch implements it for "
@@ -389,27 +396,49 @@ class ProcessGroupWeft(dist.ProcessGroup):
         req = self._comm.barrier(async_op=True)
         return self._completion.submit(req, None, [])
 
-    # Point to point. torch's tag travels with each message. Every send and recv is a weft
-    # operation of its own, run in issue order like the collectives, so between two ranks
-    # messages pair up in the order both sides issue them, and the tags must agree pair by pair:
-    # a receive posted for tag 2 while the peer's next send has tag 1 fails naming both tags
-    # (weft pairs by tag in any order only within one p2p_group, and batch_isend_irecv hands a
-    # Python group no batch: torch 1.13 coalesces for NCCL only, 2.x for a group whose type is
-    # exactly the C++ ProcessGroup).
-    @_guard("send")
+    # Point to point. torch's tag travels with each message. Sends and receives of host tensors
+    # are held back and issued together as one weft p2p_group (p2p.py: what issues them, and why:
+    # a batch's sends and receives do not wait on one another); between two ranks messages still
+    # pair up in the order both sides issue them, and the tags must agree pair by pair: a receive
+    # posted for tag 2 while the peer's next send has tag 1 fails naming both tags. dist.send and
+    # dist.recv wait on the Work at once, which issues the batch.
+    @_guard("send", flushes=False)
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        req = self._calls.send(tz.as_buffer(src, "send"), int(dst_rank), tag=int(tag),
-                              async_op=True)
-        return self._completion.submit(req, None, [t])
+        if t.is_cuda:
+            return self._on_stream("send", tz.as_buffer(src, "send"), dst_rank, tag, None, t)
+        return self._p2p.add("send", tz.as_buffer(src, "send"), int(dst_rank), int(tag), None,
+                             [t])
 
-    @_guard("recv")
+    @_guard("recv", flushes=False)
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        req = self._calls.recv(io.buffer, int(src_rank), tag=int(tag), async_op=True)
-        return self._completion.submit(req, io.finish, [t])
+        if t.is_cuda:
+            return self._on_stream("recv", io.buffer, src_rank, tag, io.finish, t)
+        return self._p2p.add("recv", io.buffer, int(src_rank), int(tag), io.finish, [t])
+
+    def _on_stream(self, kind, buffer, peer, tag, finish, t):
+        # CUDA tensors: enqueued on the caller's current stream now (see p2p.py), after the held
+        # host ops.
+        self._p2p.flush()
+        req = getattr(self._calls, kind)(buffer, int(peer), tag=int(tag), async_op=True)
+        return self._completion.submit(req, finish, [t])
+
+    # torch 1.13's batch_isend_irecv brackets its ops with these (torch 2.x calls them only for
+    # the C++ ProcessGroup type, with a device): the batch is issued at the end, whatever the
+    # time its ops took to hand over. reqs (1.13) is left as it is: the Works are torch's already.
+    # Given a device (2.x), the answer is a Work for the batch.
+    def _start_coalescing(self, device=None):
+        self._p2p.flush()
+        self._p2p.start_coalescing()
+
+    def _end_coalescing(self, reqs_or_device=None):
+        works = self._p2p.end_coalescing()
+        if isinstance(reqs_or_device, list) or reqs_or_device is None:
+            return None
+        return self._completion.all_of(works, "coalesced p2p")
 
     def recv_anysource(self, tensors, tag=0):
         raise RuntimeError("weft: recv needs a source rank (weft has no receive from any source)")
@@ -553,8 +582,9 @@ def _connect(store, rank, size, timeout_s):
             del os.environ["WEFT_TIMEOUT_MS"]
 
 
-def _close(comm, completion, abort):
+def _close(comm, completion, batch, abort):
     try:
+        batch.close(abort)
         if abort:
             comm.abort()
         else:
