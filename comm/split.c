@@ -124,10 +124,13 @@ static weft_result_t member_records(const split_addr_t *all, const int *members,
   return WEFT_SUCCESS;
 }
 
-weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm) {
-  if (!newcomm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_split: newcomm pointer is NULL");
+/* `op` is the public call, "comm_split" or "comm_dup" (a dup is a split with one color): errors
+ * name the call the application made, not the one it happens to be built on. */
+static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key,
+                           weft_comm_t **newcomm) {
+  if (!newcomm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: newcomm pointer is NULL", op);
   *newcomm = NULL;
-  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_split: comm is NULL");
+  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: comm is NULL", op);
   if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: comm_split: color %d is negative (valid: >= 0, or "
@@ -178,9 +181,15 @@ done:
   free(all);
   free(members);
   free(recs);
-  if (res != WEFT_SUCCESS)
+  if (res != WEFT_SUCCESS && !strcmp(op, "comm_dup"))
+    err_context(res, "rank %d: comm_dup", comm->rank);
+  else if (res != WEFT_SUCCESS)
     err_context(res, "rank %d: comm_split (color %d, key %d)", comm->rank, color, key);
   return res;
+}
+
+weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm) {
+  return split("comm_split", comm, color, key, newcomm);
 }
 
 weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm) {
@@ -188,5 +197,5 @@ weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm) {
     if (newcomm) *newcomm = NULL;
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_dup: comm is NULL");
   }
-  return weft_comm_split(comm, 0, comm->rank, newcomm);
+  return split("comm_dup", comm, 0, comm->rank, newcomm);
 }
