@@ -123,6 +123,7 @@ class Job {
       kill(-pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    EndHelpers();
     if (fd_ >= 0) close(fd_);
   }
 
@@ -152,6 +153,8 @@ class Job {
   }
 
   void MarkFault() { fault_at_ = Now(); }
+  // A process the fault needs (a packet delayer): ended with the job.
+  void AddHelper(pid_t pid) { helpers_.push_back(pid); }
 
   // Waits for the job to end by itself within the deadline; else kills it and says so.
   bool Finish() {
@@ -165,12 +168,22 @@ class Job {
     }
     reaped_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    EndHelpers();
     return ended;
   }
   int exit_code() const { return exit_code_; }
   double seconds() const { return Now() - start_; }
 
  private:
+  // `ip netns exec` execs the helper itself, so the pid is the helper's.
+  void EndHelpers() {
+    for (pid_t h : helpers_) {
+      kill(h, SIGKILL);
+      waitpid(h, nullptr, 0);
+    }
+    helpers_.clear();
+  }
+
   // One read; false at the end of the output.
   bool Pump(double seconds) {
     if (eof_ || fd_ < 0) return false;
@@ -222,6 +235,7 @@ class Job {
   double start_ = 0, fault_at_ = 0;
   std::string out_, partial_;
   std::map<int, RankSeen> ranks_;
+  std::vector<pid_t> helpers_;
 };
 
 // Runs a command in the root namespace (or in a host's with `ip netns exec`); its output.
@@ -272,12 +286,77 @@ std::string Signal(Job& job, int rank, int sig) {
   return "";
 }
 
-// A qdisc on host 1's link, where the kernel has netem; why not, otherwise.
-std::string Netem(Job& job, const std::string& spec) {
+// Where the kernel has no netem: host 1's outgoing packets go through an NFQUEUE to
+// tests/netns/queue_delay, which holds each one delay_ms +- jitter_ms and releases them by their
+// due time (so a jitter wider than the gap between packets reorders them, as netem's does).
+std::string QueueDelay(Job& job, double delay_ms, double jitter_ms, bool must_reorder) {
+  int out[2];
+  if (pipe(out) != 0) return std::string("pipe: ") + strerror(errno);
+  std::string ns = job.ns(1), prog = Runfile("tests/netns/queue_delay");
+  std::string delay = std::to_string(delay_ms), jitter = std::to_string(jitter_ms);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    close(out[0]);
+    close(out[1]);
+    execlp("ip", "ip", "netns", "exec", ns.c_str(), prog.c_str(), "--queue", "0", "--delay-ms",
+           delay.c_str(), "--jitter-ms", jitter.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  job.AddHelper(pid);
+  // Its output: "BOUND" before the rule goes in (else packets would bypass it), then counts.
+  std::string said;
+  auto read_for = [&](double seconds, const std::string& want, size_t from = 0) {
+    double until = Now() + seconds;
+    while (said.find(want, from) == std::string::npos && Now() < until) {
+      pollfd p = {out[0], POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[512];
+      ssize_t got = read(out[0], buf, sizeof buf);
+      if (got <= 0) break;
+      said.append(buf, got);
+    }
+    return said.find(want, from) != std::string::npos;
+  };
+  std::string why;
+  if (!read_for(5, "BOUND")) {
+    why = "queue_delay did not start: " + said;
+  } else if (Shell(InHost(job, 1,
+                          "iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass"),
+                   &why) != 0) {
+    why = "SKIP: neither tc netem nor iptables' NFQUEUE can delay packets here: " + why;
+  } else {
+    why.clear();
+    // The rule must really send packets there (and reorder some, where that is the fault): counts
+    // above 0 within 2 s.
+    double until = Now() + 2;
+    bool seen = false;
+    while (!seen && Now() < until) {
+      job.Sleep(0.2);
+      size_t had = said.size();
+      read_for(0.6, "\n", had);
+      for (size_t at = said.find("delayed "); at != std::string::npos;
+           at = said.find("delayed ", at + 1)) {
+        long delayed = 0, reordered = 0;
+        if (sscanf(said.c_str() + at, "delayed %ld reordered %ld", &delayed, &reordered) == 2)
+          seen = seen || (delayed > 0 && (!must_reorder || reordered > 0));
+      }
+    }
+    if (!seen) why = "queue_delay delayed (or reordered) no packet: " + said;
+  }
+  close(out[0]);  // its later counts go nowhere (it ignores SIGPIPE)
+  return why;
+}
+
+// A netem qdisc on host 1's link where the kernel has netem, else the NFQUEUE delay above with
+// the same delay and jitter.
+std::string Netem(Job& job, const std::string& spec, double delay_ms, double jitter_ms,
+                  bool must_reorder) {
   std::string out;
-  if (Shell(InHost(job, 1, "tc qdisc add dev eth0 root netem " + spec), &out) != 0)
-    return "SKIP: tc netem is not available on this kernel (CONFIG_NET_SCH_NETEM): " + out;
-  return "";
+  if (Shell(InHost(job, 1, "tc qdisc add dev eth0 root netem " + spec), &out) == 0) return "";
+  return QueueDelay(job, delay_ms, jitter_ms, must_reorder);
 }
 
 // Random loss of `permille` of host 1's packets each way: netem where the kernel has it, else an
@@ -362,10 +441,10 @@ std::vector<Case> Cases() {
          }});
     cases.push_back(
         {"delay_50ms", w, Expect::kOk, -1, false, Workload(w, true, "5"), {}, [](Job& j) {
-           return Netem(j, "delay 50ms 10ms");
+           return Netem(j, "delay 50ms 10ms", 50, 10, false);
          }});
     cases.push_back({"reorder", w, Expect::kOk, -1, false, Workload(w, true, "5"), {}, [](Job& j) {
-                       return Netem(j, "delay 10ms reorder 25% 50%");
+                       return Netem(j, "delay 10ms reorder 25% 50%", 10, 10, true);
                      }});
     cases.push_back(
         {"conn_reset", w, Expect::kError, -1, false, Workload(w, false), {}, [](Job& j) {
