@@ -562,9 +562,25 @@ TEST_P(Faults, EndsCleanly) {
     EXPECT_NE(job.out().find("no shared memory, using tcp"), std::string::npos) << job.out();
   }
 
-  // Nothing left: each host listed its /dev/shm after its ranks exited, no process, no namespace.
+  // Each rank's exit status agrees with its RESULT line: 0 after ok, 1 after an error, killed by
+  // SIGKILL where the test killed it; anything else (a crash in abort or destroy) is a failure.
+  // The hosts always exit 0, so netns-hosts.sh does too unless a host's setup failed.
+  if (ended) EXPECT_EQ(job.exit_code(), 0) << "netns-hosts.sh failed";
+  std::map<int, int> rank_of_pid;
+  for (auto& [r, s] : job.ranks()) rank_of_pid[s.pid] = r;
   int listed = 0;
   for (const auto& line : SplitLines(job.out())) {
+    int host = -1, pid = 0, status = -1;
+    size_t exit_at = line.find("EXIT host=");
+    if (exit_at != std::string::npos &&
+        sscanf(line.c_str() + exit_at, "EXIT host=%d pid=%d status=%d", &host, &pid, &status) ==
+            3 &&
+        rank_of_pid.count(pid)) {
+      int r = rank_of_pid[pid];
+      const std::string& st = job.ranks()[r].status;
+      int want = st == "ok" ? 0 : st == "" ? 128 + SIGKILL : 1;
+      EXPECT_EQ(status, want) << "rank " << r << " exit status, after '" << st << "': " << line;
+    }
     size_t at = line.find("SHMLEFT host=");
     if (at == std::string::npos) continue;
     listed++;
