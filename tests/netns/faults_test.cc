@@ -3,7 +3,7 @@
 //
 // Each case ends one of two ways, and the test asserts which:
 //   ok     every rank finishes with correct data (packet loss, delay, reordering, a short link
-//          blip, a full /dev/shm, where weft falls back to TCP), or
+//          blip, a /dev/shm too full for the shm transport, where weft falls back to TCP), or
 //   error  every rank still alive returns an error within WEFT_TIMEOUT_MS (plus a margin for a
 //          2-core machine) whose message names the operation and, where it can know it (a killed
 //          or stopped rank), at least one survivor names the rank at fault.
@@ -13,8 +13,11 @@
 // have exited, so the check does not see other jobs' segments on a shared machine.
 //
 // The faults are injected from this process, which runs as root in the root namespaces: signals
-// by pid (READY lines carry them), and tc, ip link, nft and ss inside a host's namespace with
-// `ip netns exec`. Rank 3 (host 1) is the rank at fault; host 1's link is the link at fault.
+// by pid (READY lines carry them), and tc, ip link, nft, iptables and ss inside a host's namespace
+// with `ip netns exec`. Rank 3 (host 1) is the rank at fault; host 1's link is the link at fault;
+// rank 0 is the one whose process served the store. Without netem (a kernel without
+// CONFIG_NET_SCH_NETEM) loss is an nftables random drop and delay goes through an NFQUEUE to
+// tests/netns/queue_delay; a case that has no way to inject its fault here skips with the reason.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -65,22 +68,24 @@ class Job {
     // Per host: a private /dev/shm (FAULT_SHM_SIZE on host FAULT_SHM_HOST, to fill it), the two
     // ranks, then the host's leftovers in /dev/shm. The host always exits 0, so that
     // netns-hosts.sh does not stop the other host when a rank fails: every rank must end itself.
+    // clang-format off
     static const char* const kHostScript =
         "size=64m; [ \"$HOST_INDEX\" = \"${FAULT_SHM_HOST:--1}\" ] && size=$FAULT_SHM_SIZE\n"
         "mount -t tmpfs -o size=$size weft-fault-shm /dev/shm || exit 1\n"
-        "[ \"$size\" != 64m ] && [ -n \"$FAULT_SHM_FILL\" ] && cat /dev/zero > /dev/shm/fill "
-        "2>/dev/null\n"
+        "if [ \"$size\" != 64m ] && [ -n \"$FAULT_SHM_FILL\" ]; then\n"
+        "  cat /dev/zero > /dev/shm/fill 2>/dev/null\n"
+        "fi\n"
+        "export WEFT_WORLD_SIZE=$((NHOSTS * 2)) WEFT_LOCAL_WORLD_SIZE=2 MASTER_PORT=29500\n"
         "pids=\n"
         "for l in 0 1; do\n"
-        "  WEFT_RANK=$((HOST_INDEX * 2 + l)) WEFT_WORLD_SIZE=$((NHOSTS * 2)) WEFT_LOCAL_RANK=$l "
-        "\\\n"
-        "    WEFT_LOCAL_WORLD_SIZE=2 MASTER_PORT=29500 \"$0\" \"$@\" &\n"
+        "  WEFT_RANK=$((HOST_INDEX * 2 + l)) WEFT_LOCAL_RANK=$l \"$0\" \"$@\" &\n"
         "  pids=\"$pids $!\"\n"
         "done\n"
         "for p in $pids; do wait $p; echo \"EXIT host=$HOST_INDEX pid=$p status=$?\"; done\n"
         "rm -f /dev/shm/fill\n"
         "echo \"SHMLEFT host=$HOST_INDEX [$(ls /dev/shm | tr '\\n' ' ')]\"\n"
         "exit 0\n";
+    // clang-format on
     std::vector<std::string> args = {Runfile("scripts/netns-hosts.sh"),
                                      "--hosts",
                                      std::to_string(kHosts),
