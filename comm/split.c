@@ -170,6 +170,12 @@ static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key
     goto done;
   }
   WEFT_CHECK_GOTO(member_records(all, members, child->nranks, recs), res, done);
+  /* Every member created its transport, listening, before the second all-gather, and all of them
+   * left it together: unlike init's, these connections wait for no peer that is still starting,
+   * so a peer that does not answer within WEFT_TIMEOUT_MS is stopped or stuck (not the connect
+   * timeout, a minute by default, that init allows). */
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++)
+    if (child->transports[k]) child->transports[k]->peers_listening = 1;
   WEFT_CHECK_GOTO(comm_connect(child, recs, 0), res, done);
   WEFT_CHECK_GOTO(trace_open(&child->exec.trace, &child->config, child->rank, child->nranks), res,
                   done);
