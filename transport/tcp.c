@@ -272,7 +272,9 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
   for (int lane = 0; lane < c->nlanes; lane++) {
     int left = (int)(deadline - clock_now_ms());
     if (left < 1) left = 1;
-    WEFT_CHECK(net_connect(peer_addr, left, &c->lanes[lane].fd));
+    /* Once every peer listens, a refusal means this one is gone: no retrying until the bound. */
+    WEFT_CHECK(t->base.peers_listening ? net_connect_listening(peer_addr, left, &c->lanes[lane].fd)
+                                       : net_connect(peer_addr, left, &c->lanes[lane].fd));
     tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes, token, {0}};
     if (token && hmac_random(hello.nonce, sizeof hello.nonce) != 0)
       return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s", strerror(errno));
