@@ -124,6 +124,23 @@ static weft_result_t member_records(const split_addr_t *all, const int *members,
   return WEFT_SUCCESS;
 }
 
+/* Prefixes the last error with the new communicator's members, "its rank 1 is rank 3, ...", so
+ * that a peer named in the new communicator's numbering can be found in the caller's (nothing
+ * where the two numberings are the same). */
+static void name_members(weft_result_t res, const int *members, int n) {
+  int same = 1; /* a dup, or a split that kept everyone in order: the numbers already agree */
+  for (int i = 0; i < n; i++) same = same && members[i] == i;
+  if (same) return;
+  char list[256];
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && used + 40 < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%sits rank %d is rank %d",
+                             i ? ", " : "", i, members[i]);
+  if (used + 40 >= sizeof list) snprintf(list + used, sizeof list - used, ", ...");
+  err_context(res, "the new communicator of %d (%s)", n, list);
+}
+
 /* `op` is the public call, "comm_split" or "comm_dup" (a dup is a split with one color): errors
  * name the call the application made, not the one it happens to be built on. */
 static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key,
@@ -176,7 +193,12 @@ static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key
    * timeout, a minute by default, that init allows). */
   for (int k = 0; k < BOOT_NTRANSPORTS; k++)
     if (child->transports[k]) child->transports[k]->peers_listening = 1;
-  WEFT_CHECK_GOTO(comm_connect(child, recs, 0), res, done);
+  res = comm_connect(child, recs, 0);
+  if (res != WEFT_SUCCESS) {
+    /* The new communicator's errors name its own ranks; say which ranks those are here. */
+    name_members(res, members, child->nranks);
+    goto done;
+  }
   WEFT_CHECK_GOTO(trace_open(&child->exec.trace, &child->config, child->rank, child->nranks), res,
                   done);
   *newcomm = child;
