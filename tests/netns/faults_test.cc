@@ -132,7 +132,7 @@ class Job {
       kill(-pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    EndHelpers();
+    EndInjectors();
     if (fd_ >= 0) close(fd_);
   }
 
@@ -163,7 +163,7 @@ class Job {
 
   void MarkFault() { fault_at_ = Now(); }
   // A process the fault needs (a packet delayer): ended with the job.
-  void AddHelper(pid_t pid) { helpers_.push_back(pid); }
+  void AddInjector(pid_t pid) { injectors_.push_back(pid); }
 
   // Waits for the job to end by itself within the deadline; else kills it and says so.
   bool Finish() {
@@ -177,20 +177,20 @@ class Job {
     }
     reaped_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    EndHelpers();
+    EndInjectors();
     return ended;
   }
   int exit_code() const { return exit_code_; }
   double seconds() const { return Now() - start_; }
 
  private:
-  // `ip netns exec` execs the helper itself, so the pid is the helper's.
-  void EndHelpers() {
-    for (pid_t h : helpers_) {
+  // `ip netns exec` execs the injector itself, so the pid is the injector's.
+  void EndInjectors() {
+    for (pid_t h : injectors_) {
       kill(h, SIGKILL);
       waitpid(h, nullptr, 0);
     }
-    helpers_.clear();
+    injectors_.clear();
   }
 
   // One read; false at the end of the output.
@@ -244,7 +244,7 @@ class Job {
   double start_ = 0, fault_at_ = 0;
   std::string out_, partial_;
   std::map<int, RankSeen> ranks_;
-  std::vector<pid_t> helpers_;
+  std::vector<pid_t> injectors_;
 };
 
 // Runs a command in the root namespace (or in a host's with `ip netns exec`); its output.
@@ -314,7 +314,7 @@ std::string QueueDelay(Job& job, double delay_ms, double jitter_ms, bool must_re
     _exit(127);
   }
   close(out[1]);
-  job.AddHelper(pid);
+  job.AddInjector(pid);
   // Its output: "BOUND" before the rule goes in (else packets would bypass it), then counts.
   std::string said;
   auto read_for = [&](double seconds, const std::string& want, size_t from = 0) {
