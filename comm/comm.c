@@ -456,7 +456,9 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
   if (res == WEFT_SUCCESS) res = trace_open(&c->exec.trace, &c->config, rank, nranks);
   if (res != WEFT_SUCCESS) {
     comm_free(c, 1);
-    return res;
+    /* A failure deep in setup ("measuring the cost model: receive from rank 3") does not say
+     * that it was init that failed; the caller may have several calls in flight to tell apart. */
+    return err_context(res, "comm_init");
   }
   *out = c;
   return WEFT_SUCCESS;

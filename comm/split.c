@@ -117,10 +117,30 @@ static weft_result_t member_records(const split_addr_t *all, const int *members,
   return WEFT_SUCCESS;
 }
 
-weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm) {
-  if (!newcomm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_split: newcomm pointer is NULL");
+/* Prefixes the last error with the new communicator's members, "its rank 1 is rank 3, ...", so
+ * that a peer named in the new communicator's numbering can be found in the caller's (nothing
+ * where the two numberings are the same). */
+static void name_members(weft_result_t res, const int *members, int n) {
+  int same = 1; /* a dup, or a split that kept everyone in order: the numbers already agree */
+  for (int i = 0; i < n; i++) same = same && members[i] == i;
+  if (same) return;
+  char list[256];
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && used + 40 < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%sits rank %d is rank %d",
+                             i ? ", " : "", i, members[i]);
+  if (used + 40 >= sizeof list) snprintf(list + used, sizeof list - used, ", ...");
+  err_context(res, "the new communicator of %d (%s)", n, list);
+}
+
+/* `op` is the public call, "comm_split" or "comm_dup" (a dup is a split with one color): errors
+ * name the call the application made, not the one it happens to be built on. */
+static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key,
+                           weft_comm_t **newcomm) {
+  if (!newcomm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: newcomm pointer is NULL", op);
   *newcomm = NULL;
-  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_split: comm is NULL");
+  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: comm is NULL", op);
   if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: comm_split: color %d is negative (valid: >= 0, or "
@@ -160,7 +180,18 @@ weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t
     goto done;
   }
   WEFT_CHECK_GOTO(member_records(all, members, child->nranks, recs), res, done);
-  WEFT_CHECK_GOTO(comm_connect(child, recs, 0), res, done);
+  /* Every member created its transport, listening, before the second all-gather, and all of them
+   * left it together: unlike init's, these connections wait for no peer that is still starting,
+   * so a peer that does not answer within WEFT_TIMEOUT_MS is stopped or stuck (not the connect
+   * timeout, a minute by default, that init allows). */
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++)
+    if (child->transports[k]) child->transports[k]->peers_listening = 1;
+  res = comm_connect(child, recs, 0);
+  if (res != WEFT_SUCCESS) {
+    /* The new communicator's errors name its own ranks; say which ranks those are here. */
+    name_members(res, members, child->nranks);
+    goto done;
+  }
   WEFT_CHECK_GOTO(trace_open(&child->exec.trace, &child->config, child->rank, child->nranks), res,
                   done);
   *newcomm = child;
@@ -171,9 +202,15 @@ done:
   free(all);
   free(members);
   free(recs);
-  if (res != WEFT_SUCCESS)
+  if (res != WEFT_SUCCESS && !strcmp(op, "comm_dup"))
+    err_context(res, "rank %d: comm_dup", comm->rank);
+  else if (res != WEFT_SUCCESS)
     err_context(res, "rank %d: comm_split (color %d, key %d)", comm->rank, color, key);
   return res;
+}
+
+weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm) {
+  return split("comm_split", comm, color, key, newcomm);
 }
 
 weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm) {
@@ -181,5 +218,5 @@ weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm) {
     if (newcomm) *newcomm = NULL;
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_dup: comm is NULL");
   }
-  return weft_comm_split(comm, 0, comm->rank, newcomm);
+  return split("comm_dup", comm, 0, comm->rank, newcomm);
 }

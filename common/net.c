@@ -421,7 +421,8 @@ static int is_self_connect(int fd) {
   return la == lb && memcmp(&a, &b, la) == 0;
 }
 
-weft_result_t net_connect(const net_addr_t *addr, int timeout_ms, int *fd) {
+static weft_result_t connect_loop(const net_addr_t *addr, int timeout_ms, int refused_final,
+                                  int *fd) {
   char name[NET_ADDR_STRLEN];
   net_addr_str(addr, name, sizeof name);
   int64_t deadline = deadline_after(timeout_ms);
@@ -446,6 +447,10 @@ weft_result_t net_connect(const net_addr_t *addr, int timeout_ms, int *fd) {
       return WEFT_SUCCESS;
     }
     close(s);
+    if (refused_final && err == ECONNREFUSED)
+      return WEFT_ERR(WEFT_ERR_REMOTE,
+                      "connect to %s: %s (it was listening there: did it exit or fail?)", name,
+                      strerror(err));
     if (!connect_retryable(err))
       return WEFT_ERR(WEFT_ERR_SYSTEM, "connect to %s: %s", name, strerror(err));
     last_err = err;
@@ -458,6 +463,14 @@ weft_result_t net_connect(const net_addr_t *addr, int timeout_ms, int *fd) {
   }
   return WEFT_ERR(WEFT_ERR_TIMEOUT, "connect to %s: %s (gave up after %d ms)", name,
                   strerror(last_err), timeout_ms);
+}
+
+weft_result_t net_connect(const net_addr_t *addr, int timeout_ms, int *fd) {
+  return connect_loop(addr, timeout_ms, 0, fd);
+}
+
+weft_result_t net_connect_listening(const net_addr_t *addr, int timeout_ms, int *fd) {
+  return connect_loop(addr, timeout_ms, 1, fd);
 }
 
 static void sock_name(int fd, int peer, char *buf, size_t cap) {

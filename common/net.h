@@ -50,6 +50,9 @@ weft_result_t net_listen_any(int port, int family_hint, int backlog, int *fd);
 /* Connects, retrying refused/unreachable every 50-100 ms until timeout_ms since the peer may not
  * listen yet. Fails with WEFT_ERR_TIMEOUT naming the address and the last error. Blocking fd. */
 weft_result_t net_connect(const net_addr_t *addr, int timeout_ms, int *fd);
+/* The same for a peer known to listen already: a refusal means it is gone, and fails at once with
+ * WEFT_ERR_REMOTE instead of being retried until timeout_ms. */
+weft_result_t net_connect_listening(const net_addr_t *addr, int timeout_ms, int *fd);
 /* Accepts one connection (blocking fd); WEFT_ERR_TIMEOUT after timeout_ms. */
 weft_result_t net_accept(int listen_fd, int timeout_ms, int *fd);
 

@@ -6,7 +6,11 @@ need=()
 command -v bazel >/dev/null 2>&1 || need+=(bazel-bootstrap)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 # ip and tc, for the emulated multi-host tests (scripts/netns-hosts.sh, tests/netns).
-{ command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
+{ command -v ip && command -v tc && command -v ss; } >/dev/null 2>&1 || need+=(iproute2)
+# nft and iptables, for the fault matrix's loss and delay where the kernel has no netem
+# (tests/netns/faults_test: an nftables random drop, an NFQUEUE to tests/netns/queue_delay).
+command -v nft >/dev/null 2>&1 || need+=(nftables)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
 [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || [ -f /usr/lib/libgtest.a ] ||
   ls /usr/lib/*/libgtest.a >/dev/null 2>&1 || need+=(libgtest-dev)

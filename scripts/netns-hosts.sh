@@ -305,7 +305,9 @@ start_host() {
   {
     ip netns exec "$ns" env HOST_INDEX="$i" HOST_ADDR="$addr" MASTER_ADDR="$NET.1" \
       NHOSTS="$HOSTS" "${argv[@]}" </dev/null
-    echo $? >"$WORKDIR/rc.$i"
+    # Written aside and renamed: the loop below may look while this runs, and an empty rc.$i
+    # would be read as "done" with no status (a failure then missed).
+    echo $? >"$WORKDIR/rc.$i.tmp" && mv "$WORKDIR/rc.$i.tmp" "$WORKDIR/rc.$i"
   } 2>&1 | if [ "$PREFIX_OUTPUT" -eq 1 ]; then sed -u "s/^/[host $i] /"; else cat; fi &
 }
 

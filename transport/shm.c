@@ -68,6 +68,16 @@ typedef struct {
 
 static int pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
+/* How long to wait for a live local peer to create, join or attach something. Until every rank
+ * published its address a peer may still be starting, and init allows it the connect timeout;
+ * after, a peer that does not come within WEFT_TIMEOUT_MS is stopped or stuck, and waiting the
+ * connect timeout (a minute by default) for it would hold a split, dup or destroy that long. */
+static int peer_wait_ms(const shm_transport_t *t) {
+  int ms = t->cfg->connect_timeout_ms;
+  if (t->base.peers_listening && t->cfg->timeout_ms < ms) ms = t->cfg->timeout_ms;
+  return ms;
+}
+
 static weft_result_t shm_create(const transport_params_t *p, transport_t **out) {
   shm_transport_t *t = calloc(1, sizeof *t);
   if (!t) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
@@ -110,11 +120,11 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
 }
 
 /* An orderly teardown first lets every local peer attach to our doorbell (one may still be in
- * init), so that it finds it; a dead peer or the connect timeout ends the wait. */
+ * init), so that it finds it; a dead peer or peer_wait_ms() ends the wait. */
 static void shm_destroy(transport_t *base) {
   shm_transport_t *t = (shm_transport_t *)base;
   if (!t) return;
-  shm_bells_close(&t->bells, !t->base.aborting, t->cfg->connect_timeout_ms, pid_alive);
+  shm_bells_close(&t->bells, !t->base.aborting, peer_wait_ms(t), pid_alive);
   free(t);
 }
 
@@ -138,9 +148,8 @@ static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_b
     shm_pair_name(c->name, t->comm_id, peer, a.pid, t->rank, t->pid);
   /* No handshake to wait for: whichever side comes first creates the segment and may start
    * writing; the other finds the messages waiting. */
-  weft_result_t res =
-      shm_seg_open(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
-                   clock_now_ms() + t->cfg->connect_timeout_ms, pid_alive, a.pid, &c->seg);
+  weft_result_t res = shm_seg_open(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
+                                   clock_now_ms() + peer_wait_ms(t), pid_alive, a.pid, &c->seg);
   if (res == WEFT_SUCCESS) {
     c->freed = calloc((size_t)c->seg.nslots, 1);
     if (!c->freed) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
@@ -377,7 +386,7 @@ static void shm_close(conn_t *base, int abortive) {
   atomic_store(&c->seg.closed[c->side], abortive ? SHM_ABORTED : SHM_CLOSED);
   shm_bell_ring(c->peer_bell); /* a peer blocked on us fails now, not at its timeout */
   if (!abortive) { /* let a slow peer attach before the name goes (shm_seg_close unlinks it) */
-    int64_t deadline = clock_now_ms() + c->t->cfg->connect_timeout_ms;
+    int64_t deadline = clock_now_ms() + peer_wait_ms(c->t);
     while (atomic_load(c->seg.attached) < 2 && pid_alive(c->peer_pid) && clock_now_ms() < deadline)
       usleep(1000);
   }

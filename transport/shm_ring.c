@@ -1,6 +1,7 @@
 /* shm_ring.c -- creating, attaching and unlinking the shm transport's segments; futex doorbells. */
 #include "transport/shm_ring.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -148,6 +149,36 @@ weft_result_t shm_bells_attach(shm_bells_t *b, const int *peers, const int *pids
   return WEFT_SUCCESS;
 }
 
+/* Whether `name` (a segment's name in /dev/shm) carries the pid of a process that was a local
+ * peer here and is gone: every pid in a name follows a '.' (rank.pid). */
+static int names_dead_peer(const shm_bells_t *b, const char *name, int (*alive)(int pid)) {
+  for (const char *dot = strchr(name, '.'); dot; dot = strchr(dot + 1, '.')) {
+    int pid = atoi(dot + 1);
+    for (int r = 0; pid > 0 && r < b->nranks; r++)
+      if (b->pids[r] == pid && !alive(pid)) return 1;
+  }
+  return 0;
+}
+
+/* A local peer killed after creating a segment and before its peers attached to it (a doorbell
+ * in init or in a split, whose new communicator's members may never learn its pid; a pair's ring
+ * the other side never joined) leaves it behind. Names end in the creators' pids: remove every
+ * weft segment, whatever its communicator, that names a process which was a local peer here and
+ * is gone. Only known peers' pids, so a process in another pid namespace sharing /dev/shm is
+ * never mistaken for a dead one. */
+static void sweep_dead_peers(const shm_bells_t *b, int (*alive)(int pid)) {
+  if (!b->pids) return;
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, "weft-", 5) != 0 || !names_dead_peer(b, e->d_name, alive)) continue;
+    char name[SHM_NAME_MAX + 8];
+    snprintf(name, sizeof name, "/%s", e->d_name);
+    shm_unlink(name);
+  }
+  closedir(d);
+}
+
 void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*alive)(int pid)) {
   int64_t deadline = clock_now_ms() + connect_timeout_ms;
   int dead = 0;
@@ -157,6 +188,7 @@ void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*
     if (!dead) usleep(1000);
   }
   if (b->mine) shm_unlink(b->name); /* normally gone already (ENOENT); not after a failed init */
+  sweep_dead_peers(b, alive);
   for (int r = 0; b->peers && r < b->nranks; r++) shm_unmap(b->peers[r], sizeof(shm_bell_t));
   shm_unmap(b->mine, sizeof(shm_bell_t));
   free(b->peers);

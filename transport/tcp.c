@@ -263,7 +263,7 @@ static weft_result_t prove(tcp_transport_t *t, tcp_conn_t *c, int lane, const un
 /* The lower rank's side: open every lane, send hellos, then wait for every ack while still
  * serving the listen socket so that higher ranks waiting on us are never stuck. */
 static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net_addr_t *peer_addr,
-                                    int64_t deadline) {
+                                    int64_t deadline, int bound_ms) {
   char where[96];
   net_addr_str(peer_addr, where, sizeof where);
   int token = t->cfg->job_token[0] != '\0';
@@ -272,7 +272,9 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
   for (int lane = 0; lane < c->nlanes; lane++) {
     int left = (int)(deadline - clock_now_ms());
     if (left < 1) left = 1;
-    WEFT_CHECK(net_connect(peer_addr, left, &c->lanes[lane].fd));
+    /* Once every peer listens, a refusal means this one is gone: no retrying until the bound. */
+    WEFT_CHECK(t->base.peers_listening ? net_connect_listening(peer_addr, left, &c->lanes[lane].fd)
+                                       : net_connect(peer_addr, left, &c->lanes[lane].fd));
     tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes, token, {0}};
     if (token && hmac_random(hello.nonce, sizeof hello.nonce) != 0)
       return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s", strerror(errno));
@@ -286,8 +288,9 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
       int left = (int)(deadline - clock_now_ms());
       if (left <= 0)
         return WEFT_ERR(WEFT_ERR_TIMEOUT,
-                        "no handshake answer from rank %d at %s within the connect timeout",
-                        c->base.peer, where);
+                        "no handshake answer from rank %d at %s within %d ms (is it stopped or "
+                        "stuck?)",
+                        c->base.peer, where, bound_ms);
       struct pollfd pfd[2] = {{c->lanes[lane].fd, POLLIN, 0}, {t->listen_fd, POLLIN, 0}};
       int n = poll(pfd, 2, left < 100 ? left : 100);
       if (n < 0 && errno != EINTR) return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
@@ -327,7 +330,8 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
 }
 
 /* The higher rank's side: accept until every lane from `peer` is stashed, then claim them. */
-static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t deadline) {
+static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t deadline,
+                                     int bound_ms) {
   int *slots = &t->stash[c->base.peer * t->nlanes];
   for (;;) {
     int have = 0;
@@ -336,9 +340,9 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
     int left = (int)(deadline - clock_now_ms());
     if (left <= 0)
       return WEFT_ERR(WEFT_ERR_TIMEOUT,
-                      "rank %d did not connect within the connect timeout (%d of %d sockets "
+                      "rank %d did not connect within %d ms (%d of %d sockets "
                       "arrived; is it running, and can it reach this host?)",
-                      c->base.peer, have, c->nlanes);
+                      c->base.peer, bound_ms, have, c->nlanes);
     weft_result_t res = accept_one(t, left);
     if (res == WEFT_ERR_TIMEOUT) continue; /* the loop reports it with the peer's rank */
     WEFT_CHECK(res);
@@ -356,15 +360,19 @@ static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_b
   WEFT_CHECK(conn_alloc(t, peer, &c));
   /* During init peers may not listen yet, so both sides wait the whole connect timeout. Later, a
    * connection on first use: the connecting side gets a short bound (refused = the peer is gone),
-   * the accepting side waits as long as any collective waits for a late peer. */
+   * the accepting side waits as long as any collective waits for a late peer. Neither waits longer
+   * than that: a peer that listens but does not answer (stopped, stuck) is a peer making no
+   * progress, which WEFT_TIMEOUT_MS bounds everywhere else. */
   int active_ms = t->cfg->connect_timeout_ms, passive_ms = t->cfg->connect_timeout_ms;
   if (t->base.peers_listening) {
     active_ms = active_ms < 5000 ? active_ms : 5000;
+    if (active_ms > t->cfg->timeout_ms) active_ms = t->cfg->timeout_ms;
     passive_ms = t->cfg->timeout_ms;
   }
   int64_t now = clock_now_ms();
-  weft_result_t res = t->rank < peer ? connect_active(t, c, peer_blob, now + active_ms)
-                                     : connect_passive(t, c, now + passive_ms);
+  weft_result_t res = t->rank < peer
+                          ? connect_active(t, c, peer_blob, now + active_ms, active_ms)
+                          : connect_passive(t, c, now + passive_ms, passive_ms);
   for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
     res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
     if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);
