@@ -162,7 +162,12 @@ static weft_result_t prove(store_client_t *c, const uint8_t *mine, const uint8_t
     /* Say so, so that the master logs the refusal too, then give up; no proof of ours goes to
      * a party that could not prove itself. */
     memset(mac, 0, sizeof mac);
-    (void)send_msg(c, STORE_AUTH, mac, sizeof mac, 1, timeout_ms);
+    if (send_msg(c, STORE_AUTH, mac, sizeof mac, 1, timeout_ms) == WEFT_SUCCESS) {
+      /* The master logs before it answers: waiting (briefly) for its refusal keeps this rank
+       * from exiting, and a launcher from stopping rank 0, before that line is out. */
+      store_hdr_t h;
+      (void)read_reply(c, timeout_ms < 1000 ? timeout_ms : 1000, &h);
+    }
     return WEFT_ERR(WEFT_ERR_MISMATCH,
                     "the master at %s does not know this job's token: WEFT_JOB_TOKEN differs "
                     "between this rank and rank 0 (or something else answers on MASTER_PORT)",
