@@ -23,28 +23,34 @@ static uint64_t rescue_id(uint64_t comm_id) {
 }
 
 /* How long a step may wait for a peer. Telling a stopped (or hung) rank from a busy one takes a
- * wait: the active side of a connection waits A for the peer's answer to its hello. Connections
- * are made one peer after another, so a rank may reach us only after A per stopped rank before
- * us: the passive side, and a round's silence, wait up to the timeout plus that chain, lest a
- * live rank delayed by stopped ones be counted as failed with them. A killed rank costs nothing
- * of this: its listener refuses at once (probe_refused). */
+ * wait: the connecting side of a connection waits A for the peer's answer to its hello. A rank
+ * makes its own connections first, one after another, so a live peer may reach us only after A
+ * per stopped rank it tried before us: the accepting side waits for all its peers at once, up to
+ * n x A. A round's silence may then last that, plus A per stopped rank this side connected to,
+ * plus the timeout itself, before a live rank delayed by stopped ones would be counted as failed
+ * with them. A killed rank costs nothing of this: its listener refuses at once (probe_refused). */
 static int active_ms(const weft_config_t *cfg) {
   int a = cfg->connect_timeout_ms < cfg->timeout_ms ? cfg->connect_timeout_ms : cfg->timeout_ms;
   return a < 5000 ? a : 5000;
 }
 
-static int chain_ms(const weft_comm_t *c) {
-  int64_t w = (int64_t)c->config.timeout_ms + (int64_t)c->nranks * active_ms(&c->config);
-  return w < INT32_MAX ? (int)w : INT32_MAX;
+static int clamp_ms(int64_t ms) { return ms < INT32_MAX ? (int)ms : INT32_MAX; }
+
+static int passive_ms(const weft_comm_t *c) {
+  return clamp_ms((int64_t)c->nranks * active_ms(&c->config));
+}
+
+static int silence_ms(const weft_comm_t *c) {
+  return clamp_ms((int64_t)c->config.timeout_ms + 2 * (int64_t)passive_ms(c));
 }
 
 weft_result_t rescue_open(weft_comm_t *c, boot_record_t *mine) {
   c->rescue_config = c->config;
   c->rescue_config.nsocks = 1; /* a few bytes per round: striping buys nothing */
-  /* tcp.c, once peers listen: the connecting side waits min(connect timeout, 5 s), the accepting
-   * side the timeout. */
+  /* tcp.c, once peers listen, waits min(connect timeout, timeout, 5 s) on the connecting side,
+   * which is A; the accepting side's timeout is set per attempt (rescue_exchange). */
   c->rescue_config.connect_timeout_ms = active_ms(&c->config);
-  c->rescue_config.timeout_ms = chain_ms(c);
+  c->rescue_config.timeout_ms = active_ms(&c->config);
   transport_params_t tp = {c->rank,   c->nranks,     rescue_id(c->comm_id),
                            &c->rescue_config, &c->advertise, NULL};
   WEFT_CHECK_CTX(tcp_transport_ops.create(&tp, &c->rescue), "rank %d: the rescue listener",
@@ -115,6 +121,21 @@ static void drop(weft_comm_t *c, int peer, rescue_peer_t *st, unsigned char *los
   c->rescue_conns[peer] = NULL;
 }
 
+/* Posts this round's message to `peer` and its answer, and sends what it can now. */
+static void post(weft_comm_t *c, int peer, rescue_peer_t *st, const void *mine, size_t bytes,
+                 void *theirs, unsigned char *lost, char *why, size_t cap) {
+  conn_t *conn = c->rescue_conns[peer];
+  int progressed = 0;
+  if (conn->ops->post_send(conn, mine, bytes, &st[peer].send) != WEFT_SUCCESS ||
+      conn->ops->post_recv(conn, (char *)theirs + (size_t)peer * bytes, bytes,
+                           &st[peer].recv) != WEFT_SUCCESS ||
+      conn->ops->progress(conn, &progressed) != WEFT_SUCCESS) {
+    drop(c, peer, st, lost, why, cap);
+    return;
+  }
+  st[peer].pending = 1;
+}
+
 weft_result_t rescue_exchange(weft_comm_t *c, const unsigned char *talk, const void *mine,
                               size_t bytes, void *theirs, unsigned char *lost, char *why,
                               size_t cap) {
@@ -127,32 +148,47 @@ weft_result_t rescue_exchange(weft_comm_t *c, const unsigned char *talk, const v
     free(waiting);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory");
   }
-  /* The peers this rank connects to first, then those that connect to it, each in rank order.
-   * A connect serves the listener while it waits, so no two ranks wait on one another, and no rank
-   * waits on an accepting peer before it has made its own connections (see chain_ms). */
-  for (int pass = 0; pass < 2; pass++) {
-    for (int p = 0; p < n; p++) {
-      if (p == c->rank || !talk[p] || (pass == 0) != (p > c->rank)) continue;
-      conn_t **conn = &c->rescue_conns[p];
-      const unsigned char *addr = c->rescue_addrs + (size_t)p * size;
-      if (!*conn && pass == 1 && probe_refused((const net_addr_t *)addr)) {
-        WEFT_ERR(WEFT_ERR_REMOTE, "its listener refuses connections (the process is gone)");
-        drop(c, p, st, lost, why, cap);
-        continue;
-      }
-      if (!*conn && c->rescue->ops->connect(c->rescue, p, addr, conn) != WEFT_SUCCESS) {
-        drop(c, p, st, lost, why, cap);
-        continue;
-      }
-      if ((*conn)->ops->post_send(*conn, mine, bytes, &st[p].send) != WEFT_SUCCESS ||
-          (*conn)->ops->post_recv(*conn, (char *)theirs + (size_t)p * bytes, bytes,
-                                  &st[p].recv) != WEFT_SUCCESS) {
-        drop(c, p, st, lost, why, cap);
-        continue;
-      }
-      st[p].pending = 1;
+  /* First the peers this rank connects to, in rank order: a connect serves the listener while it
+   * waits, so no two ranks wait on one another. Then those that connect to it, all at once: short
+   * accepting attempts in turn until each has come or passive_ms has passed, so that one stopped
+   * peer does not hold up the others. Each message goes out as soon as its connection is made. */
+  for (int p = c->rank + 1; p < n; p++) {
+    if (!talk[p]) continue;
+    if (!c->rescue_conns[p] &&
+        c->rescue->ops->connect(c->rescue, p, c->rescue_addrs + (size_t)p * size,
+                                &c->rescue_conns[p]) != WEFT_SUCCESS) {
+      drop(c, p, st, lost, why, cap);
+      continue;
+    }
+    post(c, p, st, mine, bytes, theirs, lost, why, cap);
+  }
+  int64_t until = clock_now_ms() + passive_ms(c);
+  c->rescue_config.timeout_ms = 50; /* one accepting attempt */
+  for (int p = 0; p < c->rank; p++) {
+    if (!talk[p] || c->rescue_conns[p]) continue;
+    if (probe_refused((const net_addr_t *)(c->rescue_addrs + (size_t)p * size))) {
+      WEFT_ERR(WEFT_ERR_REMOTE, "its listener refuses connections (the process is gone)");
+      drop(c, p, st, lost, why, cap);
     }
   }
+  for (;;) {
+    int missing = 0;
+    for (int p = 0; p < c->rank; p++) {
+      if (!talk[p] || lost[p] || st[p].pending) continue;
+      weft_result_t r = WEFT_SUCCESS;
+      if (!c->rescue_conns[p])
+        r = c->rescue->ops->connect(c->rescue, p, c->rescue_addrs + (size_t)p * size,
+                                    &c->rescue_conns[p]);
+      if (r == WEFT_SUCCESS)
+        post(c, p, st, mine, bytes, theirs, lost, why, cap);
+      else if (r != WEFT_ERR_TIMEOUT || clock_now_ms() >= until)
+        drop(c, p, st, lost, why, cap);
+      else
+        missing++;
+    }
+    if (missing == 0) break;
+  }
+  c->rescue_config.timeout_ms = active_ms(&c->config);
   int64_t last = clock_now_ms();
   for (;;) {
     int nwait = 0, progressed = 0;
@@ -171,13 +207,13 @@ weft_result_t rescue_exchange(weft_comm_t *c, const unsigned char *talk, const v
     if (nwait == 0) break;
     int64_t now = clock_now_ms();
     if (progressed) last = now;
-    if (now - last > chain_ms(c)) {
+    if (now - last > silence_ms(c)) {
       for (int p = 0; p < n; p++) {
         if (!st[p].pending) continue;
         WEFT_ERR(WEFT_ERR_TIMEOUT,
                  "no answer within %d ms (WEFT_TIMEOUT_MS, plus the time ranks stopped before it "
                  "may have delayed it)",
-                 chain_ms(c));
+                 silence_ms(c));
         drop(c, p, st, lost, why, cap);
       }
       break;
