@@ -361,8 +361,9 @@ weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
  * WEFT_ERR_INVALID_ARGUMENT), and every caller should pass the same list. It works on a
  * communicator that failed (a dead peer, WEFT_ERR_COMM_FAILED) as on a healthy one, and needs
  * neither the master nor any connection of `comm`: the ranks agree over a channel every
- * communicator keeps for this (a rank that does not answer within WEFT_TIMEOUT_MS, e.g. killed or
- * stopped, is counted as failed and left out), then set the new communicator up among
+ * communicator keeps for this (a killed rank is found at once; one that does not answer, e.g.
+ * stopped, within a bound derived from WEFT_TIMEOUT_MS (README says which) is counted as failed
+ * and left out), then set the new communicator up among
  * themselves. Every survivor ends with the same members or an error; a rank failing during the
  * call may make it fail, and it may be called again. `comm` stays as it was: destroy (or abort) it
  * once it is no longer needed. */
