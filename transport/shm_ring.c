@@ -235,14 +235,21 @@ static weft_result_t seg_init(int fd, const char *name, int nslots, size_t slot_
 }
 
 /* The second side: wait for the creator's magic, check both sides agree on the ring shape, count
- * in and unlink: both sides have it mapped now. */
+ * in and unlink: both sides have it mapped now. *gone = 1 (and no error) when the creator gave up
+ * before sizing it (it unlinks the name then, e.g. when /dev/shm is full): the caller starts over
+ * and meets the same trouble itself, instead of waiting for a size that never comes. */
 static weft_result_t seg_join(int fd, const char *name, int nslots, size_t slot_bytes,
-                              int64_t deadline, shm_seg_t *s) {
+                              int64_t deadline, shm_seg_t *s, int *gone) {
   struct stat st;
+  *gone = 0;
   for (;;) {
     if (fstat(fd, &st) != 0)
       return WEFT_ERR(WEFT_ERR_SYSTEM, "fstat %s: %s", name, strerror(errno));
     if (st.st_size >= HDR_BYTES) break;
+    if (st.st_nlink == 0) {
+      *gone = 1;
+      return WEFT_SUCCESS;
+    }
     if (clock_now_ms() > deadline)
       return WEFT_ERR(WEFT_ERR_TIMEOUT, "shared memory %s was never sized", name);
     usleep(100);
@@ -282,9 +289,13 @@ weft_result_t shm_seg_open(const char *name, int nslots, size_t slot_bytes, int6
     if (errno != EEXIST) return WEFT_ERR(WEFT_ERR_SYSTEM, "shm_open %s: %s", name, strerror(errno));
     fd = shm_open(name, O_RDWR, 0);
     if (fd >= 0) {
-      res = seg_join(fd, name, nslots, slot_bytes, deadline, out);
+      int gone;
+      res = seg_join(fd, name, nslots, slot_bytes, deadline, out, &gone);
       close(fd);
-      break;
+      if (!gone) break;
+      if (clock_now_ms() > deadline)
+        return WEFT_ERR(WEFT_ERR_TIMEOUT, "shared memory %s: the peer gave up creating it", name);
+      continue;
     }
     /* ENOENT: the peer's segment vanished between our two opens (it gave up); try again. */
     if (!peer_alive(peer_pid))

@@ -42,6 +42,7 @@ namespace {
 
 constexpr int kHosts = 2, kPerHost = 2, kRanks = kHosts * kPerHost;
 constexpr int kTimeoutMs = 4000;     // WEFT_TIMEOUT_MS of every job
+constexpr int kConnectTimeoutMs = 15000;  // WEFT_CONNECT_TIMEOUT_MS: init's own bound
 constexpr double kMarginS = 3.0;     // scheduling slack on a loaded 2-core machine
 constexpr double kDeadlineS = 40.0;  // a job still running then has hung
 constexpr int kFaultRank = 3;        // on host 1, with a shm peer (2) and TCP peers (0, 1)
@@ -117,7 +118,7 @@ class Job {
       close(out[0]);
       close(out[1]);
       setenv("WEFT_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
-      setenv("WEFT_CONNECT_TIMEOUT_MS", "15000", 1);
+      setenv("WEFT_CONNECT_TIMEOUT_MS", std::to_string(kConnectTimeoutMs).c_str(), 1);
       for (const auto& e : env) putenv(strdup(e.c_str()));
       execv(argv[0], argv.data());
       _exit(127);
@@ -584,6 +585,9 @@ TEST_P(Faults, EndsCleanly) {
     // stopped past the timeout and only then ran again).
     double bound = kTimeoutMs / 1000.0 + kMarginS;
     if (c.fault == "sigstop" && r == kFaultRank) bound = kStopS + kMarginS;
+    // A failure during init: a rank connecting to one that already gave up may retry for init's
+    // own bound, since during init a refused connection can still mean "not listening yet".
+    if (s.op == "init") bound = kConnectTimeoutMs / 1000.0 + kMarginS;
     EXPECT_LE(s.at, bound) << "rank " << r << " took " << s.at << " s to fail: " << s.line;
     if (c.fault == "sigstop" && r == kFaultRank)
       stopped_at = s.at;
@@ -595,10 +599,13 @@ TEST_P(Faults, EndsCleanly) {
     EXPECT_TRUE(named) << "no rank names rank " << c.fault_rank << " in its error";
   }
   if (c.fault == "shm_full_ring") {
-    for (int r : {2, 3}) {
-      EXPECT_NE(job.ranks()[r].msg.find("No space left on device"), std::string::npos)
-          << "rank " << r << " does not name the full /dev/shm: " << job.ranks()[r].line;
-    }
+    // The rank that could not make the ring names the full /dev/shm; its host peer may instead
+    // report that rank gone, whichever of the two came first to the ring.
+    bool full = false;
+    for (int r : {2, 3})
+      full = full || job.ranks()[r].msg.find("No space left on device") != std::string::npos;
+    EXPECT_TRUE(full) << "no rank of host 1 names the full /dev/shm: " << job.ranks()[2].line
+                      << "\n" << job.ranks()[3].line;
   }
   if (c.fault == "shm_full_at_create") {
     // The host with the full /dev/shm says so in its WEFT_DEBUG=1 lines.
