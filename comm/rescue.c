@@ -2,13 +2,10 @@
  * failure, and one exchange round over it that tells which peers answered. */
 #include "comm/rescue.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bootstrap/env.h"
@@ -86,24 +83,13 @@ void rescue_close(weft_comm_t *c, int abortive) {
 }
 
 /* Whether the listener at `addr` refuses connections: its process is gone (or closed its
- * communicator). One attempt, at most 1 s; a connection that opens is closed at once, which the
- * peer's listener takes as a stray client. */
+ * communicator). At most 1 s (net_connect_listening); a connection that opens is closed at
+ * once, which the peer's listener takes as a stray client. */
 static int probe_refused(const net_addr_t *addr) {
-  int s = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s < 0) return 0;
-  int err = 0;
-  if (connect(s, (const struct sockaddr *)&addr->ss, addr->len) != 0) {
-    err = errno;
-    if (err == EINPROGRESS) {
-      struct pollfd pfd = {s, POLLOUT, 0};
-      socklen_t len = sizeof err;
-      err = poll(&pfd, 1, 1000) == 1 && getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) == 0
-                ? err
-                : 0;
-    }
-  }
-  close(s);
-  return err == ECONNREFUSED;
+  int fd;
+  weft_result_t r = net_connect_listening(addr, 1000, &fd);
+  if (r == WEFT_SUCCESS) close(fd);
+  return r == WEFT_ERR_REMOTE;
 }
 
 typedef struct {
