@@ -6,6 +6,7 @@ the reduction computed locally from every rank's known input). Inputs are small 
 every dtype, so results compare exactly whatever order the algorithms add in.
 """
 import os
+import threading
 import time
 
 import harness
@@ -22,6 +23,7 @@ DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torc
           torch.float32, torch.float64]
 OPS = [R.SUM, R.PRODUCT, R.MIN, R.MAX]
 N = 29
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 def data(rank, dtype, op=R.SUM, n=N):
@@ -331,6 +333,69 @@ def check_mismatch_raises(c):
     else:
         raise AssertionError("a failed group ran a barrier")
     g.abort()
+
+
+class _Recorder:
+    """The communicator under a group, recording how each call was issued (async_op)."""
+
+    def __init__(self, comm):
+        self.comm, self.calls = comm, []
+
+    def __getattr__(self, name):
+        method = getattr(self.comm, name)
+
+        def call(*args, **kwargs):
+            self.calls.append((name, kwargs.get("async_op", False)))
+            return method(*args, **kwargs)
+
+        return call
+
+
+def check_who_waits(c):
+    # A call torch waits on at once runs on the caller's thread (torch 2.x says so with
+    # opts.asyncOp), an async one's request is waited on by whoever waits on its Work first, and
+    # only a Work whose future is taken goes to the group's completion thread.
+    size, rank = c["size"], c["rank"]
+    pg = dist.distributed_c10d._get_default_group()
+    recorder = _Recorder(pg._calls._comm)
+    runs = []
+    run = pg._completion.run
+
+    def recording_run(job):
+        runs.append(threading.current_thread())
+        run(job)
+
+    pg._calls._comm, pg._completion.run = recorder, recording_run
+    try:
+        t = torch.full((3,), float(rank))
+        dist.all_reduce(t)
+        same(t, torch.full((3,), float(size * (size - 1) // 2)), "synchronous all_reduce")
+        m = (torch.arange(6.0).reshape(2, 3) + rank).t()  # not contiguous: copied back
+        dist.all_reduce(m)
+        same(m, (torch.arange(6.0).reshape(2, 3) * size + size * (size - 1) // 2).t(),
+             "synchronous all_reduce of a transposed tensor")
+        dist.barrier()
+        sync = [a for _, a in recorder.calls]
+        assert len(sync) == 3, recorder.calls
+        if TORCH2:
+            assert sync == [False] * 3, recorder.calls
+            assert runs == [], "a synchronous call went through a request"
+        else:  # torch 1.13 does not say whether it will wait at once
+            assert sync == [True] * 3, recorder.calls
+            assert runs == [threading.current_thread()] * 3, runs
+        del recorder.calls[:], runs[:]
+        t = torch.full((4,), float(rank))
+        w = dist.all_reduce(t, async_op=True)
+        assert w.wait()
+        same(t, torch.full((4,), float(size * (size - 1) // 2)), "async all_reduce")
+        assert recorder.calls == [("all_reduce", True)], recorder.calls
+        assert runs == [threading.current_thread()], runs
+        del runs[:]
+        fut = dist.all_reduce(torch.ones(2), async_op=True).get_future()
+        fut.wait()
+        assert len(runs) == 1 and runs[0].name.startswith("weft-pg-rank"), runs
+    finally:
+        pg._calls._comm, pg._completion.run = recorder.comm, run
 
 
 def check_works_released(c):

@@ -20,8 +20,11 @@ hooks, the functional collectives, DTensor's redistribute and FSDP2's fully_shar
 match gloo (python/tests/test_torch2.py, test_ddp.py). A C++ extension would have to be compiled
 against each torch generation's headers and C++ ABI (1.13 and 2.x differ in both) on every
 machine that installs weft, for no operation the Python route lacks. What the Python route costs:
-the Python work per call (this module, completion.py's thread hand-off), measured against gloo
-in results/2026-11-25-torch2/; batch_isend_irecv hands the group its sends and receives one by
+the Python work per call, about 40 us for a synchronous 1-element all_reduce on torch 2.13 (this
+module and completion.py; weft's own call is about 10 us of the 50), measured against gloo in
+results/2026-11-26-torch2-latency/; it stays that low because a synchronous call runs on the
+caller's thread (_Calls) and an async one is waited on by its waiter (completion.py), with no
+thread hand-off; batch_isend_irecv hands the group its sends and receives one by
 one (torch coalesces only for a C++ ProcessGroup), so the group holds them back and issues them
 together (p2p.py); and an exception raised while C++ calls a method can be lost, so every method
 turns its errors into a failed Work (see _guard) whose wait() and future raise them.
@@ -44,7 +47,7 @@ from ..errors import Result, WeftError
 from . import bootstrap, p2p, tensors as tz
 from ..buffers import Buffer
 from ..comm import P2POp
-from .completion import ENQUEUED, Completion
+from .completion import NO_REQUEST, Completion
 
 BACKEND_NAME = "weft"
 # How long shutdown lets queued operations finish before leaving them to the daemon thread.
@@ -78,8 +81,9 @@ class ProcessGroupWeft(dist.ProcessGroup):
         super().__init__(rank, size)
         self._timeout_s = _seconds(timeout)
         self._comm = _connect(store, rank, size, self._timeout_s)
-        self._calls = _Calls(self._comm)
-        self._completion = Completion(f"weft-pg-rank{rank}", _Causes(store, rank, size).explain)
+        causes = _Causes(store, rank, size)
+        self._calls = _Calls(self._comm, causes.explain)
+        self._completion = Completion(f"weft-pg-rank{rank}", causes.explain)
         self._p2p = p2p.Batch(self._comm, self._completion, f"weft-pg-rank{rank}")
         self._group_name = ""
         self._group_desc = ""
@@ -144,7 +148,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         io = _Staged(t, "all_reduce")
         if factor is not None:
             io.c.mul_(factor)  # in place anyway: the result overwrites it
-        req = self._calls.all_reduce(io.buffer, op=op, async_op=True)
+        req = self._calls.all_reduce(io.buffer, op=op, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("all_reduce_coalesced")
@@ -156,7 +160,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         flat = _Flat(tensors, "all_reduce_coalesced")
         if factor is not None:
             flat.flat.mul_(factor)
-        req = self._calls.all_reduce(flat.buffer, op=op, async_op=True)
+        req = self._calls.all_reduce(flat.buffer, op=op, async_op=_async(opts))
         return self._completion.submit(req, flat.scatter_back, tensors)
 
     @_guard("broadcast")
@@ -164,7 +168,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         t = tz.single(tensors, "broadcast")
         root = _root(opts, "broadcast")
         io = _Staged(t, "broadcast")
-        req = self._calls.broadcast(io.buffer, root=root, async_op=True)
+        req = self._calls.broadcast(io.buffer, root=root, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("reduce")
@@ -174,7 +178,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         io = _Staged(t, "reduce")
         if factor is not None:
             io.c.mul_(factor)
-        req = self._calls.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=True)
+        req = self._calls.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("all_gather")
@@ -185,7 +189,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         src = _contiguous(inp, "all_gather")
         flat = torch.empty(self.size() * inp.numel(), dtype=inp.dtype, device=inp.device)
         req = self._calls.all_gather(tz.as_buffer(src, "all_gather"),
-                                    tz.as_buffer(flat, "all_gather"), async_op=True)
+                                    tz.as_buffer(flat, "all_gather"), async_op=_async(opts))
 
         def finish():
             _split_into(flat, outs)
@@ -201,7 +205,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         src = _contiguous(input, "all_gather_into_tensor")
         io = _Staged(output, "all_gather_into_tensor")
         req = self._calls.all_gather(tz.as_buffer(src, "all_gather_into_tensor"), io.buffer,
-                                    async_op=True)
+                                    async_op=_async(opts))
         return self._completion.submit(req, io.finish, [output])
 
     _allgather_base = all_gather_single  # the name before torch 2.13
@@ -225,7 +229,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         n = flat.flat.numel()
         out = torch.empty(self.size() * n, dtype=flat.flat.dtype, device=flat.flat.device)
         req = self._calls.all_gather(flat.buffer, tz.as_buffer(out, "all_gather_coalesced"),
-                                    async_op=True)
+                                    async_op=_async(opts))
 
         def finish():
             for r, row in enumerate(outs):
@@ -246,7 +250,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         flat = _Flat(inputs, what)
         n = flat.flat.numel()
         out = torch.empty(self.size() * n, dtype=flat.flat.dtype, device=flat.flat.device)
-        req = self._calls.all_gather(flat.buffer, tz.as_buffer(out, what), async_op=True)
+        req = self._calls.all_gather(flat.buffer, tz.as_buffer(out, what), async_op=_async(opts))
 
         def finish():
             rows = out.view(self.size(), n)
@@ -272,7 +276,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
             flat.mul_(factor)  # a copy: the inputs stay as they were
         io = _Staged(out, "reduce_scatter")
         req = self._calls.reduce_scatter(tz.as_buffer(flat, "reduce_scatter"), io.buffer, op=op,
-                                        async_op=True)
+                                        async_op=_async(opts))
         return self._completion.submit(req, io.finish, [out])
 
     @_guard("reduce_scatter_tensor")
@@ -287,7 +291,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if factor is not None:
             src = src * factor
         io = _Staged(output, what)
-        req = self._calls.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=True)
+        req = self._calls.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [output])
 
     _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.13
@@ -308,7 +312,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
             send.mul_(factor)
         flat = _Flat(outputs, what)
         req = self._calls.reduce_scatter(tz.as_buffer(send, what), flat.buffer, op=op,
-                                        async_op=True)
+                                        async_op=_async(opts))
         return self._completion.submit(req, flat.scatter_back, outputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
@@ -325,12 +329,12 @@ class ProcessGroupWeft(dist.ProcessGroup):
                 raise ValueError(f"weft: {what}: without split sizes input and output must hold "
                                  f"the same number of elements, a multiple of {self.size()}; "
                                  f"they hold {input.numel()} and {output.numel()}")
-            req = self._calls.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=True)
+            req = self._calls.all_to_all(tz.as_buffer(src, what), io.buffer, async_op=_async(opts))
         else:
             send_counts = _counts(in_splits, input, self.size(), what, "input")
             recv_counts = _counts(out_splits, output, self.size(), what, "output")
             req = self._calls.all_to_allv(tz.as_buffer(src, what), send_counts, io.buffer,
-                                         recv_counts, async_op=True)
+                                         recv_counts, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [output])
 
     alltoall_base = all_to_all_single  # the name before torch 2.13
@@ -347,7 +351,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         send = _Flat(ins, what)
         recv = _Flat(outs, what)
         req = self._calls.all_to_allv(send.buffer, [t.numel() for t in ins], recv.buffer,
-                                     [t.numel() for t in outs], async_op=True)
+                                     [t.numel() for t in outs], async_op=_async(opts))
         return self._completion.submit(req, recv.scatter_back, outs)
 
     @_guard("gather")
@@ -366,7 +370,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
                 raise ValueError(f"weft: {what}: only the destination rank {root} passes a gather "
                                  f"list, rank {self.rank()} passed one")
             outs, recv = [], None
-        req = self._calls.gather(tz.as_buffer(src, what), recv, root=root, async_op=True)
+        req = self._calls.gather(tz.as_buffer(src, what), recv, root=root, async_op=_async(opts))
 
         def finish():
             if outs:
@@ -388,12 +392,12 @@ class ProcessGroupWeft(dist.ProcessGroup):
             raise ValueError(f"weft: {what}: only the source rank {root} passes a scatter list, "
                              f"rank {self.rank()} passed one")
         io = _Staged(out, what)
-        req = self._calls.scatter(send, io.buffer, root=root, async_op=True)
+        req = self._calls.scatter(send, io.buffer, root=root, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [out])
 
     @_guard("barrier")
     def barrier(self, opts=None):
-        req = self._comm.barrier(async_op=True)
+        req = self._calls.barrier(async_op=_async(opts))
         return self._completion.submit(req, None, [])
 
     # Point to point. torch's tag travels with each message. Sends and receives of host tensors
@@ -594,18 +598,31 @@ def _close(comm, completion, batch, abort):
 
 
 class _Calls:
-    """The communicator as the methods call it. Host tensors: as they ask (async_op=True, a
-    weft.Request the completion thread waits on). CUDA tensors: weft's device path, as NCCL does:
-    the call is enqueued on the tensor's current CUDA stream and returns at once; the stream's
-    later work (torch's use of the result, a copy out of a staging tensor) waits for the
-    collective, so the Work is complete as far as the host is concerned (ENQUEUED). On the legacy
-    default stream (handle 0, which weft's C API reads as "no stream") the stream is synchronized
-    first and the call runs before returning, which is correct but not overlapped. A failure of an
-    enqueued call marks the communicator failed: the next call raises it. Untested on a GPU by the
-    test suite (no GPU there); see results/2026-11-25-torch2-cuda/ for the run on one."""
+    """The communicator as the methods call it.
 
-    def __init__(self, comm):
+    Host tensors: a call torch will wait on at once (opts.asyncOp False: what torch 2.x's Python
+    functions pass for async_op=False, see _async) runs before returning, on the caller's thread,
+    and returns NO_REQUEST; any other is issued asynchronously and returns a weft.Request. The
+    synchronous route is weft's blocking call (about 10 us for 1 element on 2 ranks of this
+    host) instead of a request issued to weft's progress thread and waited on (about 45 us): the
+    progress thread's hand-offs are most of a small call's cost. Either way the call keeps its
+    place among the communicator's operations (weft runs a blocking call after the requests
+    issued before it).
+
+    CUDA tensors: weft's device path, as NCCL does: the call is enqueued on the tensor's current
+    CUDA stream and returns at once; the stream's later work (torch's use of the result, a copy out
+    of a staging tensor) waits for the collective, so the Work is complete as far as the host is
+    concerned (NO_REQUEST). On the legacy default stream (handle 0, which weft's C API reads as "no
+    stream") the stream is synchronized first and the call runs before returning, which is correct
+    but not overlapped. A failure of an enqueued call marks the communicator failed: the next call
+    raises it. Untested on a GPU by the test suite (no GPU there); see
+    results/2026-11-25-torch2-cuda/ for the run on one."""
+
+    def __init__(self, comm, explain):
         self._comm = comm
+        # A synchronous call's failure goes through the same explanation as a request's
+        # (process_group._Causes), which completion.py applies to requests.
+        self._explain = explain
 
     def __getattr__(self, name):
         method = getattr(self._comm, name)
@@ -613,7 +630,13 @@ class _Calls:
         def call(*args, **kwargs):
             device = _cuda_device(args, kwargs)
             if device is None:
-                return method(*args, **kwargs)
+                if kwargs.get("async_op", False):
+                    return method(*args, **kwargs)
+                try:
+                    method(*args, **kwargs)
+                except WeftError as e:
+                    raise self._explain(e) from None
+                return NO_REQUEST
             kwargs.pop("async_op", None)
             stream = torch.cuda.current_stream(device)
             if stream.cuda_stream == 0:
@@ -621,9 +644,16 @@ class _Calls:
                 method(*args, **kwargs)
             else:
                 method(*args, stream=stream.cuda_stream, **kwargs)
-            return ENQUEUED
+            return NO_REQUEST
 
         return call
+
+
+def _async(opts):
+    """False when torch will wait on the Work at once: torch 2.x's Python collectives set
+    opts.asyncOp to their async_op argument (C++ callers, DDP's reducer and the functional
+    collectives, leave it at its default, True). torch 1.13 has no asyncOp: always True there."""
+    return getattr(opts, "asyncOp", True) is not False
 
 
 def _cuda_device(args, kwargs):
