@@ -70,6 +70,19 @@ def main():
                 if rank == 1:
                     assert torch.all(x.cpu() == 0.0), f"send/recv on {where}"
                 checks += 1
+                # A ring through batch_isend_irecv, too large to be buffered: every rank sends
+                # to the next before receiving from the previous, which deadlocks unless the
+                # backend issues the batch as one group (p2p.py's lanes).
+                ring = 4 << 20
+                out = torch.full((ring,), float(rank), device=dev)
+                got = torch.empty(ring, device=dev)
+                reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, (rank + 1) % n),
+                                               dist.P2POp(dist.irecv, got, (rank - 1) % n)])
+                for r in reqs:
+                    r.wait()
+                torch.cuda.current_stream().synchronize()
+                assert torch.all(got.cpu() == float((rank - 1) % n)), f"ring on {where}"
+                checks += 1
 
     # DDP on CUDA with weft next to DDP on CPU with gloo, same model, data and steps.
     gloo = dist.new_group(backend="gloo")

@@ -236,8 +236,20 @@ class Completion:
 
     def submit_group(self, request, parts):
         """Completes several Works with one request (a p2p_group): parts are (work, finish,
-        result) as submit() takes them; a failed request fails them all."""
-        self._add(_Job(request, parts))
+        result) as submit() takes them; a failed request fails them all. NO_REQUEST (a group
+        enqueued on a CUDA stream): each finish() runs now and the Works complete."""
+        if request is NO_REQUEST:
+            for work, finish, result in parts:
+                try:
+                    if finish is not None:
+                        finish()
+                except Exception as e:  # noqa: BLE001 -- the Work's waiter gets it
+                    work._complete(None, e)
+                else:
+                    work._complete(result, None)
+        else:
+            self._add(_Job(request, parts))
+        # Last: a waiter that finds no flush to call must find the Work's job, or the Work done.
         for work, _, _ in parts:
             work._flush = None
 

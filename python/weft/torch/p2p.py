@@ -36,10 +36,21 @@ each starts no later.
 
 As torch asks, a tensor handed to isend must stay untouched until its Work completes: it may now
 be read after the call returns, when its batch is issued. A failed group fails every Work of the
-batch with the group's error (weft's message names the rank and the peer). CUDA tensors are not held back: their calls are enqueued on the
-caller's current stream when made, which a later flush from another thread could not do (a
-pending batch of host ops is issued first).
+batch with the group's error (weft's message names the rank and the peer).
+
+CUDA tensors are held back the same way, for the same reason: weft runs the calls a stream
+enqueues in order too, so a ring of isends before irecvs on a device would wait on itself just as
+on the host. Each op comes with its lane, the device and current stream it was issued on
+(process_group._StreamLane; None for host tensors), and a batch holds the ops of one lane: an op
+of another lane issues the batch first, so host ops and each stream's ops keep their order. A
+device batch is issued inside its lane (that device and stream current, whichever thread issues
+it: the caller's wait or the timer) as one p2p_group enqueued on the stream, and its Works
+complete at once, as the device path's do (the stream's later work waits for the group). Between
+the call and the batch going out, the stream may run more work; the group then waits for it too,
+which delays the send but never lets it read a buffer early. Untested on a GPU by the suite (no
+GPU there): tests/test_p2p_batch.py checks the batching with stand-in lanes.
 """
+import contextlib
 import inspect
 import sys
 import threading
@@ -77,8 +88,12 @@ def _in_torch_batch(thread_id):
 class Batch:
     """The sends and receives of one process group not issued yet."""
 
-    def __init__(self, comm, completion, name):
+    def __init__(self, comm, calls, completion, name):
+        """comm: the weft.Comm (its rank and size); calls: what issues a group on it
+        (process_group._Calls: a request for host ops, enqueued on the current stream for
+        device ops)."""
         self._comm = comm
+        self._calls = calls
         self._completion = completion
         self._name = name
         # Held while ops are added and while a batch is issued, so that a flush from the timer and
@@ -86,6 +101,7 @@ class Batch:
         # finalizer (close) may run on any thread, this one's timer included, when it collects.
         self._cond = threading.Condition(threading.RLock())
         self._ops = []  # (P2POp, finish, result, work)
+        self._lane = None  # where the held ops were issued: None (host) or a device stream
         self._last = {}  # (peer, kind) -> the tag of the batch's last op there
         self._added_at = 0.0
         self._adder = None  # the thread that added the last op
@@ -93,8 +109,9 @@ class Batch:
         self._closed = False
         self._thread = None
 
-    def add(self, kind, buffer, peer, tag, finish, result):
-        """A Work for a send or receive (kind "send" or "recv"), issued with the batch."""
+    def add(self, kind, buffer, peer, tag, finish, result, lane=None):
+        """A Work for a send or receive (kind "send" or "recv"), issued with the batch; lane:
+        the device and stream of a CUDA tensor's op (see the module comment), else None."""
         # What weft would refuse, refused here: in a batch it would fail the others' ops too.
         rank, size = self._comm.rank, self._comm.size
         if not 0 <= peer < size:
@@ -107,10 +124,13 @@ class Batch:
             if self._closed:
                 raise WeftError(f"weft: {what}: the process group is shut down",
                                 Result.COMM_FAILED)
-            if self._last.get((peer, kind), tag) > tag:
-                self._issue()  # see the module comment: tags never go down within a batch
+            if self._last.get((peer, kind), tag) > tag or (self._ops and lane != self._lane):
+                # See the module comment: tags never go down within a batch, and a batch is one
+                # lane's.
+                self._issue()
             work = self._completion.pending(what, self.flush)
             self._ops.append((P2POp(kind, buffer, peer, tag), finish, result, work))
+            self._lane = lane
             self._last[(peer, kind)] = tag
             self._added_at = time.monotonic()
             self._adder = threading.get_ident()
@@ -160,14 +180,18 @@ class Batch:
         if not self._ops:
             return
         ops, self._ops, self._last = self._ops, [], {}
+        lane, self._lane = self._lane, None
         parts = [(work, finish, result) for _, finish, result, work in ops]
-        try:
-            request = self._comm.p2p_group([op for op, _, _, _ in ops], async_op=True)
-        except Exception as e:  # noqa: BLE001 -- every Work of the batch reports it
-            for work, _, _ in parts:
-                work._complete(None, e)
-            return
-        self._completion.submit_group(request, parts)
+        # A device batch is enqueued on its stream, and its copies out of staging tensors too.
+        with contextlib.nullcontext() if lane is None else lane.entered():
+            try:
+                request = self._calls.p2p_group([op for op, _, _, _ in ops],
+                                                async_op=lane is None)
+            except Exception as e:  # noqa: BLE001 -- every Work of the batch reports it
+                for work, _, _ in parts:
+                    work._complete(None, e)
+                return
+            self._completion.submit_group(request, parts)
 
     def _run(self):
         with self._cond:

@@ -33,6 +33,7 @@ Tensors that are not contiguous go through a contiguous copy (copied back on com
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
 flat staging tensor, so each is one weft operation.
 """
+import contextlib
 import datetime
 import functools
 import os
@@ -84,7 +85,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         causes = _Causes(store, rank, size)
         self._calls = _Calls(self._comm, causes.explain)
         self._completion = Completion(f"weft-pg-rank{rank}", causes.explain)
-        self._p2p = p2p.Batch(self._comm, self._completion, f"weft-pg-rank{rank}")
+        self._p2p = p2p.Batch(self._comm, self._calls, self._completion, f"weft-pg-rank{rank}")
         self._group_name = ""
         self._group_desc = ""
         # Closes the communicator when the group is collected or the interpreter exits, whichever
@@ -410,25 +411,15 @@ class ProcessGroupWeft(dist.ProcessGroup):
     def send(self, tensors, dst_rank, tag=0):
         t = tz.single(tensors, "send")
         src = _contiguous(t, "send")
-        if t.is_cuda:
-            return self._on_stream("send", tz.as_buffer(src, "send"), dst_rank, tag, None, t)
         return self._p2p.add("send", tz.as_buffer(src, "send"), int(dst_rank), int(tag), None,
-                             [t])
+                             [t], _lane(t))
 
     @_guard("recv", flushes=False)
     def recv(self, tensors, src_rank, tag=0):
         t = tz.single(tensors, "recv")
         io = _Staged(t, "recv")
-        if t.is_cuda:
-            return self._on_stream("recv", io.buffer, src_rank, tag, io.finish, t)
-        return self._p2p.add("recv", io.buffer, int(src_rank), int(tag), io.finish, [t])
-
-    def _on_stream(self, kind, buffer, peer, tag, finish, t):
-        # CUDA tensors: enqueued on the caller's current stream now (see p2p.py), after the held
-        # host ops.
-        self._p2p.flush()
-        req = getattr(self._calls, kind)(buffer, int(peer), tag=int(tag), async_op=True)
-        return self._completion.submit(req, finish, [t])
+        return self._p2p.add("recv", io.buffer, int(src_rank), int(tag), io.finish, [t],
+                             _lane(t))
 
     # torch 1.13's batch_isend_irecv brackets its ops with these (torch 2.x calls them only for
     # the C++ ProcessGroup type, with a device): the batch is issued at the end, whatever the
@@ -647,6 +638,31 @@ class _Calls:
             return NO_REQUEST
 
         return call
+
+
+class _StreamLane:
+    """Where a CUDA tensor's send or receive was issued: its device and that device's current
+    stream, where p2p.Batch enqueues the batch it joins."""
+
+    def __init__(self, t):
+        self.device = t.device
+        self.stream = torch.cuda.current_stream(t.device)
+
+    def __eq__(self, other):
+        return isinstance(other, _StreamLane) and self.stream == other.stream
+
+    def __hash__(self):
+        return hash(self.stream)
+
+    @contextlib.contextmanager
+    def entered(self):
+        """The lane's device and stream current on the calling thread."""
+        with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
+            yield
+
+
+def _lane(t):
+    return _StreamLane(t) if t.is_cuda else None
 
 
 def _async(opts):
