@@ -98,7 +98,10 @@ std::string check_call(weft_comm_t* comm, weft_coll_t coll, weft_algo_t algo, we
   weft_op_t pat_op = reducing ? op : WEFT_SUM;
   for (size_t i = 0; i < send_n; i++) {
     int64_t v = pattern_input(d, pat_op, rank, n, i);
-    if (coll == WEFT_COLL_BROADCAST) v = (int64_t)((i * 13 + (size_t)root * 5) % 50);
+    // Only the root holds the broadcast's data; the others hold something else, so that an
+    // in-place broadcast that leaves a rank's buffer alone fails the check.
+    if (coll == WEFT_COLL_BROADCAST)
+      v = (int64_t)((i * 13 + (size_t)root * 5 + (is_root ? 0 : 1)) % 50);
     if (coll == WEFT_COLL_SCATTER) v = pattern_input(d, WEFT_SUM, root, n, i);
     typed_store(d, send, i, v);
   }
