@@ -25,9 +25,6 @@ class Lane:
     def __eq__(self, other):
         return isinstance(other, Lane) and other.name == self.name
 
-    def __hash__(self):
-        return hash(self.name)
-
     @contextlib.contextmanager
     def entered(self):
         before = getattr(_current, "lane", None)

@@ -219,9 +219,7 @@ class Completion:
         if request is NO_REQUEST:
             # Done as far as the host goes (process_group._Calls).
             work = WeftWork(self, "a completed call")
-            if finish is not None:
-                finish()
-            work._complete(result, None)
+            self._finish([(work, finish, result)])
             return work
         work = WeftWork(self, request.what)
         self._add(_Job(request, [(work, finish, result)]))
@@ -239,14 +237,7 @@ class Completion:
         result) as submit() takes them; a failed request fails them all. NO_REQUEST (a group
         enqueued on a CUDA stream): each finish() runs now and the Works complete."""
         if request is NO_REQUEST:
-            for work, finish, result in parts:
-                try:
-                    if finish is not None:
-                        finish()
-                except Exception as e:  # noqa: BLE001 -- the Work's waiter gets it
-                    work._complete(None, e)
-                else:
-                    work._complete(result, None)
+            self._finish(parts)
         else:
             self._add(_Job(request, parts))
         # Last: a waiter that finds no flush to call must find the Work's job, or the Work done.
@@ -301,11 +292,15 @@ class Completion:
             for work, _, _ in job.parts:
                 work._complete(None, e)
             return
-        for work, finish, result in job.parts:
+        self._finish(job.parts)
+
+    def _finish(self, parts):
+        """Completes each part of an operation that has run: its finish(), then its Work."""
+        for work, finish, result in parts:
             try:
                 if finish is not None:
                     finish()
-            except BaseException as e:
+            except BaseException as e:  # the Work's waiter gets it
                 work._complete(None, self._explained(e))
             else:
                 work._complete(result, None)

@@ -179,7 +179,8 @@ class ProcessGroupWeft(dist.ProcessGroup):
         io = _Staged(t, "reduce")
         if factor is not None:
             io.c.mul_(factor)
-        req = self._calls.reduce(io.buffer, op=op, root=_root(opts, "reduce"), async_op=_async(opts))
+        req = self._calls.reduce(io.buffer, op=op, root=_root(opts, "reduce"),
+                                 async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
 
     @_guard("all_gather")
@@ -292,7 +293,8 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if factor is not None:
             src = src * factor
         io = _Staged(output, what)
-        req = self._calls.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op, async_op=_async(opts))
+        req = self._calls.reduce_scatter(tz.as_buffer(src, what), io.buffer, op=op,
+                                        async_op=_async(opts))
         return self._completion.submit(req, io.finish, [output])
 
     _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.13
@@ -650,9 +652,6 @@ class _StreamLane:
 
     def __eq__(self, other):
         return isinstance(other, _StreamLane) and self.stream == other.stream
-
-    def __hash__(self):
-        return hash(self.stream)
 
     @contextlib.contextmanager
     def entered(self):
