@@ -759,6 +759,29 @@ static weft_result_t wait_any(run_t *r, int timeout_ms) {
   return WEFT_SUCCESS;
 }
 
+/* What the run was waiting for when it stopped: the first stream with a message in flight. */
+static void waiting_on(const run_t *r, char *buf, size_t cap) {
+  snprintf(buf, cap, "with nothing in flight");
+  for (int i = 0; i < r->nstreams; i++) {
+    const stream_t *st = &r->streams[i];
+    if (st->count == 0) continue;
+    snprintf(buf, cap, "while %s rank %d", st->is_send ? "sending to" : "receiving from",
+             st->peer);
+    return;
+  }
+}
+
+static int run_aborted(const run_t *r) {
+  return r->ctx->aborted && __atomic_load_n(r->ctx->aborted, __ATOMIC_ACQUIRE);
+}
+
+static weft_result_t aborted_error(const run_t *r) {
+  char where[64];
+  waiting_on(r, where, sizeof where);
+  return WEFT_ERR(WEFT_ERR_ABORTED,
+                  "the communicator was aborted (weft_comm_abort) %s: this call gave up", where);
+}
+
 static weft_result_t stall_error(const run_t *r, int waited_ms) {
   for (int i = 0; i < r->nstreams; i++) {
     const stream_t *st = &r->streams[i];
@@ -805,6 +828,7 @@ static weft_result_t run_loop(run_t *r) {
   int timeout = r->ctx->config->timeout_ms;
   int64_t last = clock_now_ms();
   while (!finished(r)) {
+    if (run_aborted(r)) return aborted_error(r);
     int progressed = 0;
     for (int i = 0; i < r->nstreams; i++) WEFT_CHECK(post_ready(r, &r->streams[i], &progressed));
     for (int i = 0; i < r->nconns; i++) {

@@ -64,6 +64,9 @@ typedef struct {
   void *dev_scratch;
   size_t dev_scratch_bytes;
   exec_stats_t stats;
+  /* Set (atomically, by another thread) when the communicator is aborted: the run in progress
+   * gives up with WEFT_ERR_ABORTED at its next turn, within one wait slice. NULL: never. */
+  const int *aborted;
 } exec_ctx_t;
 
 /* Runs one rank's part of a schedule. With `device` set, sendbuf and recvbuf are device memory:

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/handles.h"
 
 struct weft_request {
   weft_call_t call;
@@ -38,6 +39,7 @@ struct weft_request {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* on CLOCK_MONOTONIC, for weft_wait's timeout */
   int done;
+  int waited_on; /* a thread is in weft_wait or weft_test on it (under the handles mutex) */
   weft_result_t result;
   char msg[ERR_MSG_MAX];
   /* The request's own copy of what the call points to besides buffers (a group's ops,
@@ -145,18 +147,37 @@ static void run_gated(comm_async_t *a, weft_request_t *r) {
   free(r);
 }
 
+/* After weft_comm_abort, what is still queued is not run: each request fails at once. */
+static weft_result_t aborted_before_running(const weft_comm_t *c, const weft_request_t *r) {
+  return WEFT_ERR(WEFT_ERR_ABORTED,
+                  "rank %d: %s (count %zu): the communicator was aborted before this operation "
+                  "ran",
+                  c->rank, weft_coll_name(r->call.coll), r->call.count);
+}
+
 static void *progress_main(void *arg) {
   comm_async_t *a = arg;
   pthread_mutex_lock(&a->mu);
   for (;;) {
-    while (!a->head && !a->stop) pthread_cond_wait(&a->cv, &a->mu);
+    /* `busy` is also set by a blocking call running inline on its caller's thread. */
+    while ((!a->head || a->busy) && !a->stop) pthread_cond_wait(&a->cv, &a->mu);
     weft_request_t *r = a->head;
     if (!r) break;
     a->head = r->next;
     if (!a->head) a->tail = NULL;
     a->busy = 1;
     pthread_mutex_unlock(&a->mu);
-    if (r->gate) {
+    if (comm_aborted(a->comm) && r->gate) {
+      (void)aborted_before_running(a->comm, r);
+      r->gate_ops->gate_open(r->gate);
+      pthread_mutex_destroy(&r->mu);
+      pthread_cond_destroy(&r->cv);
+      free(r->owned);
+      free(r);
+    } else if (comm_aborted(a->comm)) {
+      weft_result_t res = aborted_before_running(a->comm, r);
+      request_complete(r, res, err_last());
+    } else if (r->gate) {
       run_gated(a, r);
     } else {
       weft_result_t res = comm_call(a->comm, &r->call);
@@ -169,7 +190,7 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
-static weft_result_t async_start(weft_comm_t *c) {
+static weft_result_t async_create(weft_comm_t *c, comm_async_t **out) {
   comm_async_t *a = calloc(1, sizeof *a);
   if (!a) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory starting async", c->rank);
   a->comm = c;
@@ -184,8 +205,12 @@ static weft_result_t async_start(weft_comm_t *c) {
     return WEFT_ERR(WEFT_ERR_SYSTEM, "rank %d: starting the progress thread: %s", c->rank,
                     strerror(err));
   }
-  c->async = a;
+  *out = a;
   return WEFT_SUCCESS;
+}
+
+static weft_result_t async_start(weft_comm_t *c) {
+  return c->async ? WEFT_SUCCESS : async_create(c, &c->async);
 }
 
 static void enqueue(comm_async_t *a, weft_request_t *r) {
@@ -199,19 +224,36 @@ static void enqueue(comm_async_t *a, weft_request_t *r) {
   pthread_mutex_unlock(&a->mu);
 }
 
-static int async_idle(comm_async_t *a) {
+/* Claims the progress thread's turn for a blocking call when nothing is queued or running, so
+ * that the call runs inline on its caller's thread and the progress thread stays off the
+ * communicator until async_release. */
+static int async_claim_idle(comm_async_t *a) {
   pthread_mutex_lock(&a->mu);
   int idle = !a->head && !a->busy;
+  if (idle) a->busy = 1;
   pthread_mutex_unlock(&a->mu);
   return idle;
 }
 
+static void async_release(comm_async_t *a) {
+  pthread_mutex_lock(&a->mu);
+  a->busy = 0;
+  pthread_cond_signal(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
 weft_result_t comm_submit(weft_comm_t *c, const weft_call_t *call) {
   if (!call) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", c->rank);
-  if (!c->async || async_idle(c->async)) return comm_call(c, call);
+  comm_async_t *a = c->async;
+  if (!a) return comm_call(c, call);
+  if (async_claim_idle(a)) {
+    weft_result_t res = comm_call(c, call);
+    async_release(a);
+    return res;
+  }
   weft_request_t r;
   WEFT_CHECK(request_init(&r, call, c->rank, c->nranks));
-  enqueue(c->async, &r);
+  enqueue(a, &r);
   pthread_mutex_lock(&r.mu);
   while (!r.done) pthread_cond_wait(&r.cv, &r.mu);
   pthread_mutex_unlock(&r.mu);
@@ -254,7 +296,7 @@ void comm_async_stop(weft_comm_t *c, int abortive) {
 }
 
 weft_result_t comm_submit_gated(weft_comm_t *c, const weft_call_t *call, dev_gate_t *gate) {
-  weft_result_t res = c->async ? WEFT_SUCCESS : async_start(c);
+  weft_result_t res = async_start(c);
   weft_request_t *r = res == WEFT_SUCCESS ? malloc(sizeof *r) : NULL;
   if (res == WEFT_SUCCESS && !r)
     res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", c->rank);
@@ -272,12 +314,9 @@ weft_result_t comm_submit_gated(weft_comm_t *c, const weft_call_t *call, dev_gat
   return WEFT_SUCCESS;
 }
 
-weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req) {
-  if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "request pointer is NULL");
-  *req = NULL;
-  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
+static weft_result_t call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req) {
   if (!call) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: call is NULL", comm->rank);
-  if (!comm->async) WEFT_CHECK(async_start(comm));
+  WEFT_CHECK(async_start(comm));
   weft_request_t *r = malloc(sizeof *r);
   if (!r) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", comm->rank);
   weft_result_t res = request_init(r, call, comm->rank, comm->nranks);
@@ -285,9 +324,26 @@ weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_r
     free(r);
     return res;
   }
+  handles_lock();
+  int listed = handles_add(r, HANDLE_REQUEST) == 0;
+  handles_unlock();
+  if (!listed) {
+    (void)request_take(r);
+    free(r);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", comm->rank);
+  }
   enqueue(comm->async, r);
   *req = r;
   return WEFT_SUCCESS;
+}
+
+weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req) {
+  if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "request pointer is NULL");
+  *req = NULL;
+  WEFT_CHECK(comm_enter(comm, "weft_call_async", COMM_RUNS));
+  weft_result_t res = call_async(call, comm, req);
+  comm_leave(comm, COMM_RUNS);
+  return res;
 }
 
 weft_result_t weft_p2p_group_async(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
@@ -322,18 +378,59 @@ weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, 
   return weft_call_async(&k, comm, req);
 }
 
+/* A request is live from weft_call_async until the weft_test or weft_wait that completes it
+ * frees it. One thread at a time waits on it: the one that frees it must be the last to touch it.
+ * claim refuses a request that is not live (completed already, or never issued) or that another
+ * thread waits on; release gives the claim back, retire takes the request out of the table. */
+static weft_result_t request_claim(weft_request_t *r, const char *op) {
+  weft_result_t res = WEFT_SUCCESS;
+  handles_lock();
+  if (!handles_live(r, HANDLE_REQUEST))
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                   "%s: the request is not live: a weft_wait or weft_test that completed it freed "
+                   "it already, or it never came from an asynchronous call",
+                   op);
+  else if (r->waited_on)
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                   "rank %d: %s: another thread is waiting on this request (%s, count %zu); one "
+                   "thread at a time may wait on or test a request",
+                   r->rank, op, weft_coll_name(r->call.coll), r->call.count);
+  else
+    r->waited_on = 1;
+  handles_unlock();
+  return res;
+}
+
+static void request_release(weft_request_t *r) {
+  handles_lock();
+  r->waited_on = 0;
+  handles_unlock();
+}
+
+/* Completes a finished request for the caller: its result, and the request freed. */
+static weft_result_t request_retire(weft_request_t *r) {
+  handles_lock();
+  handles_remove(r);
+  handles_unlock();
+  weft_result_t res = request_take(r);
+  free(r);
+  return res;
+}
+
 weft_result_t weft_test(weft_request_t *req, int *done) {
   if (!done) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_test: done pointer is NULL");
   *done = 0;
   if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_test: request is NULL");
+  WEFT_CHECK(request_claim(req, "weft_test"));
   pthread_mutex_lock(&req->mu);
   int finished = req->done;
   pthread_mutex_unlock(&req->mu);
-  if (!finished) return WEFT_SUCCESS;
+  if (!finished) {
+    request_release(req);
+    return WEFT_SUCCESS;
+  }
   *done = 1;
-  weft_result_t res = request_take(req);
-  free(req);
-  return res;
+  return request_retire(req);
 }
 
 /* Absolute CLOCK_MONOTONIC time timeout_ms from now, for pthread_cond_timedwait. */
@@ -351,6 +448,7 @@ static struct timespec deadline_in(int timeout_ms) {
 
 weft_result_t weft_wait(weft_request_t *req, int timeout_ms) {
   if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_wait: request is NULL");
+  WEFT_CHECK(request_claim(req, "weft_wait"));
   struct timespec deadline = deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
   int timed_out = 0;
   pthread_mutex_lock(&req->mu);
@@ -362,12 +460,12 @@ weft_result_t weft_wait(weft_request_t *req, int timeout_ms) {
   }
   int finished = req->done;
   pthread_mutex_unlock(&req->mu);
-  if (!finished)
+  if (!finished) {
+    request_release(req);
     return WEFT_ERR(WEFT_ERR_TIMEOUT,
                     "rank %d: weft_wait: %s (count %zu) not complete after %d ms; the request "
                     "stays valid: wait or test it again",
                     req->rank, weft_coll_name(req->call.coll), req->call.count, timeout_ms);
-  weft_result_t res = request_take(req);
-  free(req);
-  return res;
+  }
+  return request_retire(req);
 }

@@ -300,9 +300,28 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
 /* With a stream, the call is checked here (so argument errors come back at once), then enqueued:
  * the user's stream waits for it, and the progress thread runs it once the stream's earlier work
  * has produced the inputs. Without one it runs before returning, device buffers included. */
+static weft_result_t call_on_stream(const weft_call_t *call, weft_comm_t *comm,
+                                    weft_stream_t stream);
+
+/* The call's name for messages about the communicator: "weft_all_reduce". */
+static const char *entry_name(const weft_call_t *call) {
+  static const char *const names[WEFT_NUM_COLLS] = {
+      "weft_all_reduce", "weft_broadcast", "weft_reduce", "weft_all_gather",
+      "weft_reduce_scatter", "weft_barrier", "weft_send", "weft_recv", "weft_gather",
+      "weft_scatter", "weft_all_to_all", "weft_all_to_allv", "weft_p2p_group"};
+  if (!call || (unsigned)call->coll >= WEFT_NUM_COLLS) return "weft_call";
+  return names[call->coll];
+}
+
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream) {
-  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
-  if (!stream) return comm_submit(comm, call);
+  WEFT_CHECK(comm_enter(comm, entry_name(call), COMM_RUNS));
+  weft_result_t res = stream ? call_on_stream(call, comm, stream) : comm_submit(comm, call);
+  comm_leave(comm, COMM_RUNS);
+  return res;
+}
+
+static weft_result_t call_on_stream(const weft_call_t *call, weft_comm_t *comm,
+                                    weft_stream_t stream) {
   const char *name = call ? weft_coll_name(call->coll) : "call";
   if (!comm->dev)
     return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
@@ -334,11 +353,12 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
 }
 
 weft_result_t weft_comm_get_async_error(weft_comm_t *comm, weft_result_t *async_error) {
-  if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm is NULL");
   if (!async_error)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: async_error is NULL", comm->rank);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_comm_get_async_error: async_error is NULL");
+  WEFT_CHECK(comm_enter(comm, "weft_comm_get_async_error", COMM_SHARES));
   *async_error = comm_failure(comm);
   if (*async_error != WEFT_SUCCESS) (void)comm_check_usable(comm);
+  comm_leave(comm, COMM_SHARES);
   return WEFT_SUCCESS;
 }
 

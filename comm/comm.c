@@ -8,6 +8,7 @@
 #include "bootstrap/env.h"
 #include "bootstrap/rendezvous.h"
 #include "common/net.h"
+#include "comm/handles.h"
 #include "comm/rescue.h"
 #include "common/trace.h"
 #include "transport/ibv_wrap.h"
@@ -24,11 +25,16 @@ weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out) {
   c->sent_to = calloc((size_t)nranks, sizeof *c->sent_to);
   c->recv_from = calloc((size_t)nranks, sizeof *c->recv_from);
   c->dev_conns = calloc((size_t)nranks, sizeof *c->dev_conns);
-  if (!c->conns || !c->sent_to || !c->recv_from || !c->dev_conns) {
+  int listed = 0;
+  if (c->conns && c->sent_to && c->recv_from && c->dev_conns) {
+    handles_lock();
+    listed = handles_add(c, HANDLE_COMM) == 0;
+    handles_unlock();
+  }
+  if (!listed) {
     free(c->conns);
     free(c->dev_conns);
-    free(c->node_of);
-  free(c->sent_to);
+    free(c->sent_to);
     free(c->recv_from);
     free(c);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory creating the communicator");
@@ -51,6 +57,11 @@ weft_result_t comm_alloc_child(const weft_comm_t *parent, const char *id_text, i
 
 void comm_free(weft_comm_t *c, int abortive) {
   if (!c) return;
+  /* A communicator the caller never got (a failed init, split or shrink) leaves the table; a
+   * destroyed or aborted one was marked so by its closer, and stays. */
+  handles_lock();
+  if (handles_live(c, HANDLE_COMM)) handles_remove(c);
+  handles_unlock();
   /* Device connections first: a staged one wraps the host connection closed below. */
   for (int p = 0; p < c->nranks; p++)
     if (c->dev_conns[p]) c->dev_conns[p]->ops->close(c->dev_conns[p], abortive);
@@ -111,8 +122,12 @@ weft_result_t comm_failure(const weft_comm_t *c) {
 }
 
 weft_result_t comm_fail(weft_comm_t *c, weft_result_t res) {
-  snprintf(c->failed_msg, sizeof c->failed_msg, "%s", err_last());
-  __atomic_store_n(&c->failed, res, __ATOMIC_RELEASE);
+  /* The first failure is the one to report, and once published the message is read by other
+   * threads (weft_comm_get_async_error): it is written once. */
+  if (comm_failure(c) == WEFT_SUCCESS) {
+    snprintf(c->failed_msg, sizeof c->failed_msg, "%s", err_last());
+    __atomic_store_n(&c->failed, res, __ATOMIC_RELEASE);
+  }
   for (int p = 0; p < c->nranks; p++) {
     if (!c->dev_conns[p]) continue;
     c->dev_conns[p]->ops->close(c->dev_conns[p], 1);
@@ -366,7 +381,8 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   WEFT_CHECK(choose_transports(c, all));
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
                          .dev_config = &c->dev_config,
-                         .get_conn = comm_get_conn, .owner = c, .dev = c->dev};
+                         .get_conn = comm_get_conn, .owner = c, .dev = c->dev,
+                         .aborted = &c->aborted};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first
    * collective. Other peers connect on first use. */
   if (c->nranks > 1) {
@@ -484,27 +500,140 @@ weft_result_t weft_comm_init_env(weft_comm_t **comm) {
                      boot_job_hash(env.job_id), env.local_rank, env.local_size);
 }
 
+/* ---- Lifecycle ---------------------------------------------------------------------------
+ *
+ * A communicator is live from its creation until a closer (destroy or abort) takes it out of the
+ * handles table (handles.h). Every call enters (comm_enter) and leaves; a closer marks it
+ * closing, so that no new call gets in, and waits under the table's mutex for the callers inside
+ * to leave before it frees anything. weft_comm_abort also sets `aborted`, which makes the call in
+ * progress give up within one wait slice of the executor, so it never waits long. */
+
+/* Why a handle that is not a live communicator is refused, with the table's mutex held. Using an
+ * aborted communicator says WEFT_ERR_ABORTED, as the calls interrupted by the abort did. */
+static weft_result_t not_live(const weft_comm_t *c, const char *op) {
+  switch (handles_kind(c)) {
+    case HANDLE_COMM_DESTROYED:
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "%s: the communicator was destroyed (weft_comm_destroy): a handle must not "
+                      "be used after that",
+                      op);
+    case HANDLE_COMM_ABORTED:
+      return WEFT_ERR(WEFT_ERR_ABORTED,
+                      "%s: the communicator was aborted (weft_comm_abort): only "
+                      "weft_comm_destroy and weft_comm_abort may still be called on it, and do "
+                      "nothing",
+                      op);
+    default:
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "%s: not a communicator: the handle never came from weft_comm_init, a "
+                      "split or a shrink (or its memory was reused)",
+                      op);
+  }
+}
+
+weft_result_t comm_enter(weft_comm_t *c, const char *op, comm_use_t use) {
+  if (!c) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: comm is NULL", op);
+  weft_result_t res = WEFT_SUCCESS;
+  handles_lock();
+  if (!handles_live(c, HANDLE_COMM))
+    res = not_live(c, op);
+  else if (c->closing == COMM_ABORTING)
+    res = WEFT_ERR(WEFT_ERR_ABORTED, "rank %d: %s: the communicator was aborted (weft_comm_abort)",
+                   c->rank, op);
+  else if (c->closing == COMM_DESTROYING)
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                   "rank %d: %s: the communicator is being destroyed by another thread", c->rank,
+                   op);
+  else if (use == COMM_RUNS && c->running)
+    res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                   "rank %d: %s: another thread is inside %s on this communicator, and a "
+                   "communicator runs one call at a time (weft.h, \"Threads\"): call it from one "
+                   "thread, use a communicator per thread (weft_comm_dup), or issue asynchronous "
+                   "calls",
+                   c->rank, op, c->running);
+  if (res == WEFT_SUCCESS) {
+    c->users++;
+    if (use == COMM_RUNS) c->running = op;
+  }
+  handles_unlock();
+  return res;
+}
+
+void comm_leave(weft_comm_t *c, comm_use_t use) {
+  handles_lock();
+  c->users--;
+  if (use == COMM_RUNS) c->running = NULL;
+  if (c->closing) handles_changed(); /* a closer waits for the last one out */
+  handles_unlock();
+}
+
+int comm_aborted(const weft_comm_t *c) { return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE); }
+
+/* Claims the communicator for a closer, with the table's mutex held. Destroy refuses while a call
+ * runs on it (it would have to wait for that call, as long as WEFT_TIMEOUT_MS; abort is the way to
+ * end it); abort makes calls give up. A closer that finds another at work waits for it to finish
+ * (*done = 1): after an abort during a destroy, both return once the communicator is gone. */
+static weft_result_t claim_for_close(weft_comm_t *c, const char *op, int abortive, int *done) {
+  *done = 0;
+  if (handles_kind(c) == HANDLE_COMM_ABORTED) {
+    *done = 1; /* closing an aborted communicator again: nothing left to do */
+    return WEFT_SUCCESS;
+  }
+  if (!handles_live(c, HANDLE_COMM)) return not_live(c, op);
+  if (abortive) __atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+  if (c->closing == COMM_DESTROYING && !abortive)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: another thread is destroying this communicator already", c->rank,
+                    op);
+  if (c->closing) {
+    while (handles_live(c, HANDLE_COMM)) handles_wait();
+    *done = 1;
+    return WEFT_SUCCESS;
+  }
+  if (!abortive && c->running)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: another thread is inside %s on this communicator: destroy it "
+                    "once that call returned, or call weft_comm_abort, which makes the call "
+                    "return WEFT_ERR_ABORTED",
+                    c->rank, op, c->running);
+  c->closing = abortive ? COMM_ABORTING : COMM_DESTROYING;
+  while (c->users > 0) handles_wait();
+  return WEFT_SUCCESS;
+}
+
 /* Both write the trace after closing the connections: a large one takes a while to write, and
  * peers must not wait for that (least of all after an abort). */
-weft_result_t weft_comm_destroy(weft_comm_t *comm) {
-  if (comm) comm_async_stop(comm, 0);
-  trace_t *trace = comm ? comm->exec.trace : NULL;
-  comm_free(comm, 0);
+static weft_result_t comm_close(weft_comm_t *c, const char *op, int abortive) {
+  if (!c) return WEFT_SUCCESS; /* as free(NULL) */
+  int done;
+  handles_lock();
+  weft_result_t res = claim_for_close(c, op, abortive, &done);
+  handles_unlock();
+  if (res != WEFT_SUCCESS || done) return res;
+  comm_async_stop(c, abortive);
+  trace_t *trace = c->exec.trace;
+  /* Marked before the memory goes, which also releases a closer waiting for this one. */
+  handles_lock();
+  (void)handles_add(c, abortive ? HANDLE_COMM_ABORTED : HANDLE_COMM_DESTROYED);
+  handles_changed();
+  handles_unlock();
+  comm_free(c, abortive);
   return trace_close(trace);
 }
 
-weft_result_t weft_comm_abort(weft_comm_t *comm) {
-  if (comm) comm_async_stop(comm, 1);
-  trace_t *trace = comm ? comm->exec.trace : NULL;
-  comm_free(comm, 1);
-  return trace_close(trace);
+weft_result_t weft_comm_destroy(weft_comm_t *comm) {
+  return comm_close(comm, "weft_comm_destroy", 0);
 }
+
+weft_result_t weft_comm_abort(weft_comm_t *comm) { return comm_close(comm, "weft_comm_abort", 1); }
 
 #define QUERY(fn, field)                                                              \
   weft_result_t fn(const weft_comm_t *comm, int *out) {                               \
-    if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, #fn ": comm is NULL");      \
     if (!out) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, #fn ": output is NULL");     \
-    *out = comm->field;                                                               \
+    weft_comm_t *c = (weft_comm_t *)comm; /* entering counts a user; nothing else */  \
+    WEFT_CHECK(comm_enter(c, #fn, COMM_SHARES));                                      \
+    *out = c->field;                                                                  \
+    comm_leave(c, COMM_SHARES);                                                       \
     return WEFT_SUCCESS;                                                              \
   }
 

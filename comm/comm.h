@@ -54,7 +54,34 @@ struct weft_comm {
   unsigned char *rescue_addrs;
   conn_t **rescue_conns;
   uint64_t nshrinks; /* shrinks of this communicator so far: new comm_ids */
+  /* Lifecycle (comm_enter and the closers in comm.c), guarded by the handles table's mutex
+   * (handles.h): the threads inside a call on this communicator, the call that runs it on the
+   * caller's thread (NULL when none: only one may), and who is closing it. */
+  int users;
+  const char *running;
+  int closing; /* COMM_OPEN, COMM_DESTROYING or COMM_ABORTING */
+  /* Set once by weft_comm_abort, from any thread; read without the mutex (atomically) by the
+   * executor's wait loop and the progress thread, which give up their call when they see it. */
+  int aborted;
 };
+
+enum { COMM_OPEN = 0, COMM_DESTROYING = 1, COMM_ABORTING = 2 };
+
+/* How a call uses the communicator. COMM_RUNS: it issues operations (blocking, asynchronous or
+ * stream calls; split, dup, shrink): one such call at a time, since the ranks must issue them in
+ * the same order. COMM_SHARES: it only reads the communicator (queries, the async error): any
+ * number at once, alongside a running call. */
+typedef enum { COMM_SHARES = 0, COMM_RUNS = 1 } comm_use_t;
+
+/* Every entry point that takes a communicator starts here: refuses a handle that is not live
+ * (destroyed, aborted, never created), one being closed, and a second COMM_RUNS call while one
+ * is inside, with a message naming `op`; on success the caller is counted inside until
+ * comm_leave, and the communicator is not freed meanwhile. */
+weft_result_t comm_enter(weft_comm_t *comm, const char *op, comm_use_t use);
+void comm_leave(weft_comm_t *comm, comm_use_t use);
+
+/* Whether weft_comm_abort was called: the call in progress gives up (safe from any thread). */
+int comm_aborted(const weft_comm_t *comm);
 
 typedef struct comm_async comm_async_t;
 

@@ -234,8 +234,8 @@ done:
   return res;
 }
 
-weft_result_t weft_comm_shrink(weft_comm_t *comm, const int *exclude_ranks, int nexclude,
-                               weft_comm_t **newcomm) {
+static weft_result_t shrink(weft_comm_t *comm, const int *exclude_ranks, int nexclude,
+                            weft_comm_t **newcomm) {
   if (!newcomm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_shrink: newcomm pointer is NULL");
   *newcomm = NULL;
   if (!comm) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_shrink: comm is NULL");
@@ -274,7 +274,7 @@ weft_result_t weft_comm_shrink(weft_comm_t *comm, const int *exclude_ranks, int 
   return res;
 }
 
-weft_result_t weft_comm_get_failed_ranks(weft_comm_t *comm, int *ranks, int max, int *nfailed) {
+static weft_result_t failed_ranks(weft_comm_t *comm, int *ranks, int max, int *nfailed) {
   if (!comm || !nfailed || max < 0 || (max > 0 && !ranks))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "comm_get_failed_ranks: comm %p, ranks %p (room for %d), nfailed %p: comm and "
@@ -293,5 +293,21 @@ weft_result_t weft_comm_get_failed_ranks(weft_comm_t *comm, int *ranks, int max,
   }
   ctx_free(&x);
   if (res != WEFT_SUCCESS) err_context(res, "rank %d: comm_get_failed_ranks", comm->rank);
+  return res;
+}
+
+weft_result_t weft_comm_shrink(weft_comm_t *comm, const int *exclude_ranks, int nexclude,
+                               weft_comm_t **newcomm) {
+  if (newcomm) *newcomm = NULL;
+  WEFT_CHECK(comm_enter(comm, "weft_comm_shrink", COMM_RUNS));
+  weft_result_t res = shrink(comm, exclude_ranks, nexclude, newcomm);
+  comm_leave(comm, COMM_RUNS);
+  return res;
+}
+
+weft_result_t weft_comm_get_failed_ranks(weft_comm_t *comm, int *ranks, int max, int *nfailed) {
+  WEFT_CHECK(comm_enter(comm, "weft_comm_get_failed_ranks", COMM_RUNS));
+  weft_result_t res = failed_ranks(comm, ranks, max, nfailed);
+  comm_leave(comm, COMM_RUNS);
   return res;
 }

@@ -210,13 +210,17 @@ done:
 }
 
 weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t **newcomm) {
-  return split("comm_split", comm, color, key, newcomm);
+  if (newcomm) *newcomm = NULL;
+  WEFT_CHECK(comm_enter(comm, "weft_comm_split", COMM_RUNS));
+  weft_result_t res = split("comm_split", comm, color, key, newcomm);
+  comm_leave(comm, COMM_RUNS);
+  return res;
 }
 
 weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm) {
-  if (!comm) {
-    if (newcomm) *newcomm = NULL;
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "comm_dup: comm is NULL");
-  }
-  return split("comm_dup", comm, 0, comm->rank, newcomm);
+  if (newcomm) *newcomm = NULL;
+  WEFT_CHECK(comm_enter(comm, "weft_comm_dup", COMM_RUNS));
+  weft_result_t res = split("comm_dup", comm, 0, comm->rank, newcomm);
+  comm_leave(comm, COMM_RUNS);
+  return res;
 }

@@ -7,8 +7,30 @@
  * operation. After a communication failure the communicator is marked failed and every later call
  * on it returns WEFT_ERR_COMM_FAILED with the original message: destroy or abort it.
  *
- * Threads: a communicator is used by one thread at a time; different communicators are
- * independent. weft_last_error() is per thread.
+ * Threads: different communicators are independent: each may be used on its own thread at the
+ * same time (communicators split or duplicated from one another included). On one communicator:
+ *  - calls that issue operations (the collectives, send and receive, groups, weft_call, the
+ *    asynchronous calls, split, dup, shrink, weft_comm_get_failed_ranks) come from one thread at
+ *    a time, since every rank must issue them in the same order; a second thread that calls one
+ *    while another is inside gets WEFT_ERR_INVALID_ARGUMENT naming the call in progress;
+ *  - weft_comm_abort may be called from any thread at any time: a call blocked on the
+ *    communicator in another thread returns WEFT_ERR_ABORTED within about 0.2 s (one wait slice;
+ *    a call that is connecting to a peer for the first time returns when that connect ends,
+ *    within WEFT_TIMEOUT_MS), queued operations fail with WEFT_ERR_ABORTED without running, and
+ *    nothing is freed until every call has left;
+ *  - weft_comm_rank, _size, _local_rank, _local_size and weft_comm_get_async_error may be called
+ *    from any thread, alongside a running call;
+ *  - weft_comm_destroy while another thread is inside a call is refused
+ *    (WEFT_ERR_INVALID_ARGUMENT): abort instead;
+ *  - weft_test and weft_wait may be called from any thread, one thread per request at a time.
+ * weft_last_error() is per thread.
+ *
+ * Handles: every call checks that its communicator or request is live. A destroyed communicator,
+ * a second weft_comm_destroy, a request already completed by weft_wait or weft_test, or a pointer
+ * that never was a handle give WEFT_ERR_INVALID_ARGUMENT with a message; an aborted communicator
+ * gives WEFT_ERR_ABORTED, except weft_comm_destroy and weft_comm_abort, which succeed and do
+ * nothing (so destroy after abort is fine). What C cannot catch: once a handle's memory is given
+ * to a new communicator or request at the same address, the stale handle names the new object.
  *
  * Buffers: `sendbuf` and `recvbuf` may be equal (in place). Counts are in elements of `dtype`.
  *
@@ -178,11 +200,14 @@ weft_result_t weft_comm_init(weft_comm_t **comm, int nranks, int rank, const cha
 /* The same with the master given as a URL: "tcp://host:port" or "tcp://[v6addr]:port". */
 weft_result_t weft_comm_init_url(weft_comm_t **comm, const char *url, int nranks, int rank);
 
-/* Closes connections in order and frees the communicator. *comm may be NULL. */
+/* Runs the queued operations, closes connections in order and frees the communicator. comm may
+ * be NULL. Refused while another thread is inside a call on it ("Threads" above). */
 weft_result_t weft_comm_destroy(weft_comm_t *comm);
 
 /* Frees the communicator at once without any further communication; peers blocked on it get an
- * error promptly. For error paths: a rank that gives up calls this so that others do not wait. */
+ * error promptly. For error paths: a rank that gives up calls this so that others do not wait.
+ * Safe from any thread at any time, during a call or a destroy on another thread (which it makes
+ * end with WEFT_ERR_ABORTED) as after an earlier abort. */
 weft_result_t weft_comm_abort(weft_comm_t *comm);
 
 weft_result_t weft_comm_rank(const weft_comm_t *comm, int *rank);
@@ -314,14 +339,15 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
  * order they were issued, blocking calls included; a progress thread runs them, so the caller
  * computes meanwhile. The buffers must stay untouched until the request completes.
  *
- * Threads: the communicator's own thread rule still holds (one thread at a time calls into it);
- * weft_test and weft_wait touch only the request, so the issuing thread may call them while the
- * progress thread works, and an operation's error becomes that thread's weft_last_error().
- * weft_comm_destroy runs every queued operation first; weft_comm_abort completes those not yet
- * started with WEFT_ERR_ABORTED at once and waits for the one running (it ends when its peers
- * finish it, one fails, or WEFT_TIMEOUT_MS passes without progress). Either way each request
- * stays valid, and must still be completed by weft_test or weft_wait, which free it. The
- * operation's own errors, argument checks included, come back from weft_test or weft_wait. */
+ * Threads: the communicator's own thread rule still holds (one thread at a time issues
+ * operations on it); weft_test and weft_wait touch only the request, so any thread may call them
+ * (one per request at a time) while the progress thread works, and an operation's error becomes
+ * that thread's weft_last_error(). weft_comm_destroy runs every queued operation first;
+ * weft_comm_abort completes those not yet started with WEFT_ERR_ABORTED at once, and the one
+ * running gives up with WEFT_ERR_ABORTED within about 0.2 s. Either way each request stays
+ * valid, and must still be completed by weft_test or weft_wait, which free it (a second wait is
+ * refused with WEFT_ERR_INVALID_ARGUMENT). The operation's own errors, argument checks included,
+ * come back from weft_test or weft_wait. */
 typedef struct weft_request weft_request_t;
 
 weft_result_t weft_call_async(const weft_call_t *call, weft_comm_t *comm, weft_request_t **req);

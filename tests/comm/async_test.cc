@@ -344,7 +344,7 @@ TEST(Async, DestroyDrainsTheQueue) {
   EXPECT_EQ(mp_summary(res), "");
 }
 
-// Abort fails what has not started at once and lets the running operation finish.
+// Abort fails what has not started at once, and the running operation gives up.
 TEST(Async, AbortFailsTheQueuedOperations) {
   auto res = mp_run(
       2,
@@ -354,11 +354,12 @@ TEST(Async, AbortFailsTheQueuedOperations) {
         if (!err.empty()) return err;
         std::vector<int32_t> buf(1000, rank + 1);
         if (rank == 1) {
+          // Joins after rank 0 gave up: it may still complete from what rank 0 sent before, or
+          // find the connection reset; either way promptly.
           usleep(1000 * 1000);
-          weft_result_t r =
-              weft_all_reduce(buf.data(), buf.data(), 1000, WEFT_INT32, WEFT_SUM, comm, nullptr);
+          weft_all_reduce(buf.data(), buf.data(), 1000, WEFT_INT32, WEFT_SUM, comm, nullptr);
           weft_comm_destroy(comm);
-          return r == WEFT_SUCCESS ? "" : fail(rank, "all_reduce", r);
+          return "";
         }
         weft_request_t* reqs[3];
         for (auto& req : reqs) {
@@ -368,9 +369,12 @@ TEST(Async, AbortFailsTheQueuedOperations) {
         }
         usleep(300 * 1000);  // the first operation is under way, waiting for rank 1
         weft_comm_abort(comm);
+        // The running operation gives up too, instead of waiting for rank 1.
         weft_result_t r = weft_wait(reqs[0], 0);
-        if (r != WEFT_SUCCESS) return fail(rank, "the running operation", r);
-        if (buf[0] != 3) return "rank 0: wrong data " + std::to_string(buf[0]);
+        std::string msg = weft_last_error();
+        if (r != WEFT_ERR_ABORTED || !contains(msg, "aborted") || !contains(msg, "rank 1"))
+          return "rank 0: the running operation: " + std::string(weft_result_string(r)) + ": " +
+                 msg;
         for (int i = 1; i < 3; i++) {
           r = weft_wait(reqs[i], 0);
           std::string msg = weft_last_error();
