@@ -502,10 +502,10 @@ weft_result_t weft_comm_init_env(weft_comm_t **comm) {
 
 /* ---- Lifecycle ---------------------------------------------------------------------------
  *
- * A communicator is live from its creation until a closer (destroy or abort) takes it out of the
- * handles table (handles.h). Every call enters (comm_enter) and leaves; a closer marks it
- * closing, so that no new call gets in, and waits under the table's mutex for the callers inside
- * to leave before it frees anything. weft_comm_abort also sets `aborted`, which makes the call in
+ * A communicator is live from its creation until a closer (destroy or abort) marks it destroyed or
+ * aborted in the handles table (handles.h). Every call enters (comm_enter) and leaves; a closer
+ * marks it closing, so that no new call gets in, and waits under the table's mutex for the
+ * callers inside to leave before it frees anything. weft_comm_abort also sets `aborted`, which makes the call in
  * progress give up within one wait slice of the executor, so it never waits long. */
 
 /* Why a handle that is not a live communicator is refused, with the table's mutex held. Using an
@@ -547,9 +547,8 @@ weft_result_t comm_enter(weft_comm_t *c, const char *op, comm_use_t use) {
   else if (use == COMM_RUNS && c->running)
     res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                    "rank %d: %s: another thread is inside %s on this communicator, and a "
-                   "communicator runs one call at a time (weft.h, \"Threads\"): call it from one "
-                   "thread, use a communicator per thread (weft_comm_dup), or issue asynchronous "
-                   "calls",
+                   "communicator takes one call at a time (weft.h, \"Threads\"): issue its calls "
+                   "from one thread, or give each thread a communicator (weft_comm_dup)",
                    c->rank, op, c->running);
   if (res == WEFT_SUCCESS) {
     c->users++;

@@ -366,8 +366,20 @@ class Comm:
 
     def abort(self):
         """Frees the communicator without further communication; peers blocked on it fail
-        promptly. Requests not yet started fail with ABORTED."""
-        self._end(self._lib.weft_comm_abort)
+        promptly. Requests not yet started fail with ABORTED. Safe from any thread: a call
+        blocked on this communicator in another thread raises WeftError (ABORTED) at once."""
+        handle = self._handle
+        if handle is None:
+            return
+        # Not under the lock, which a blocked call holds: weft_comm_abort is safe from any thread
+        # and makes that call return; the rest (requests, the handle) then waits for the lock.
+        res = self._lib.weft_comm_abort(handle)
+        with self._lock:
+            if self._handle is None:
+                return  # closed meanwhile by another thread, whose outcome stands
+            self._handle = None
+            self._drain_pending()
+        check(self._lib, res, "weft_comm_abort")
 
     def _end(self, fn):
         with self._lock:
@@ -375,14 +387,17 @@ class Comm:
                 return
             handle, self._handle = self._handle, None
             res = fn(handle)
-            # Every request stays valid after destroy/abort and must be completed to be freed.
-            pending, self._pending = self._pending, []
-            for request in pending:
-                try:
-                    request.wait()
-                except WeftError:
-                    pass
+            self._drain_pending()
             check(self._lib, res, fn.__name__)
+
+    def _drain_pending(self):
+        # Every request stays valid after destroy/abort and must be completed to be freed.
+        pending, self._pending = self._pending, []
+        for request in pending:
+            try:
+                request.wait()
+            except WeftError:
+                pass
 
     def __enter__(self):
         return self

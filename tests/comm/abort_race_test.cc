@@ -152,7 +152,7 @@ std::string split_comms_on_threads(int rank, int n, int round, weft_comm_t* pare
 
 TEST(AbortRace, AllowedThreadCombinations) {
   setenv("WEFT_TIMEOUT_MS", "20000", 1);
-  const int rounds = 18;
+  const int rounds = 60;
   auto results = mp_run(
       2,
       [&](int rank, int n, int port) -> std::string {

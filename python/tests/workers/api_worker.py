@@ -604,6 +604,42 @@ def check_abort_unblocks_peers(c):
     assert time.monotonic() - t0 < 14, "peers waited for the timeout instead of failing promptly"
 
 
+def check_abort_from_another_thread(c):
+    """What torch's watchdog does to a hung collective: abort from its own thread."""
+    comm = c["comm"]
+    if comm.size < 2:
+        raise Skip("needs 2 ranks")
+    d = comm.dup()
+    if comm.rank != 0:
+        time.sleep(1.5)  # never joins rank 0's all_reduce on d
+        d.abort()
+        comm.barrier()
+        return
+    outcome = {}
+
+    def call():
+        try:
+            d.all_reduce(np.ones(1000, np.float32))
+            outcome["error"] = None
+        except weft.WeftError as e:
+            outcome["error"] = e
+        outcome["at"] = time.monotonic()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.3)
+    assert "at" not in outcome, "the all_reduce returned before the abort"
+    t0 = time.monotonic()
+    d.abort()
+    caller.join(10)
+    assert not caller.is_alive(), "the blocked all_reduce did not return after the abort"
+    e = outcome["error"]
+    assert e is not None and e.code == weft.Result.ABORTED and "aborted" in str(e), e
+    assert outcome["at"] - t0 < 2, f"the call returned {outcome['at'] - t0:.1f} s after abort"
+    d.abort()  # again: harmless
+    comm.barrier()
+
+
 def check_local_argument_errors(c):
     comm = c["comm"]
     cases = [
