@@ -167,6 +167,9 @@ TEST(AbortRace, AllowedThreadCombinations) {
             weft_comm_t* child;
             if (weft_comm_dup(parent, &child) != WEFT_SUCCESS)
               return where(rank, round) + "dup: " + weft_last_error();
+            // Every rank has finished the dup: an abort earlier may fail a peer's dup instead.
+            if (weft_barrier(parent, nullptr) != WEFT_SUCCESS)
+              return where(rank, round) + "barrier after dup: " + weft_last_error();
             err = round % 3 == 0 ? abort_races_a_call(rank, n, round, child, rng)
                                  : abort_races_destroy(rank, round, child);
           }
