@@ -410,8 +410,7 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
   weft_result_t res;
   boot_session_t *boot = NULL;
   boot_params_t bp = {c->rank, c->nranks, host, port, job, &c->config};
-  c->comm_id = boot_comm_id(job, host, port);
-  WEFT_CHECK(boot_open(&bp, &boot, &c->advertise));
+  WEFT_CHECK(boot_open(&bp, &boot, &c->advertise, &c->comm_id));
   boot_record_t mine;
   boot_record_t *all = calloc((size_t)c->nranks, sizeof *all);
   if (!all) {

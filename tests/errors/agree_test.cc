@@ -1,0 +1,114 @@
+// agree_test.cc -- what must match on every rank, checked at init: a rank number taken twice or
+// a world size that differs fails init on every rank within moments, naming who holds which
+// value, instead of a stall until the connect timeout. Two names for one master still work.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "include/weft.h"
+}
+#include "tests/harness/mp_harness.h"
+
+namespace {
+
+// Long enough that an error coming from a timeout cannot pass for a fast one.
+const char *kTimeoutMs = "20000";
+const double kFastS = 6.0;
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+void short_timeouts() {
+  setenv("WEFT_CONNECT_TIMEOUT_MS", kTimeoutMs, 1);
+  setenv("WEFT_TIMEOUT_MS", kTimeoutMs, 1);
+}
+
+// "OK" after init and a 3-element all_reduce that checks its sum; else "ERR <code>: <message>".
+std::string init_and_reduce(int nranks, int rank, const char *host, int port) {
+  weft_comm_t *comm;
+  weft_result_t r = weft_comm_init(&comm, nranks, rank, host, port);
+  if (r != WEFT_SUCCESS)
+    return std::string(r == WEFT_ERR_MISMATCH ? "ERR MISMATCH: " : "ERR other: ") +
+           weft_last_error();
+  int64_t x[3] = {rank, 1, 2}, sum[3];
+  r = weft_all_reduce(x, sum, 3, WEFT_INT64, WEFT_SUM, comm, nullptr);
+  std::string out = r != WEFT_SUCCESS ? std::string("all_reduce: ") + weft_last_error() : "OK";
+  int64_t want = (int64_t)nranks * (nranks - 1) / 2;
+  if (r == WEFT_SUCCESS && (sum[0] != want || sum[1] != nranks || sum[2] != 2 * nranks))
+    out = "wrong sum";
+  weft_comm_destroy(comm);
+  return out;
+}
+
+// Every rank must have failed with WEFT_ERR_MISMATCH, quickly, its message holding every part.
+void expect_all_fail_fast(const std::vector<RankResult> &res, std::vector<std::string> parts) {
+  for (size_t r = 0; r < res.size(); r++) {
+    const std::string &m = res[r].message;
+    EXPECT_TRUE(contains(m, "ERR MISMATCH: ")) << "rank " << r << ": " << m;
+    for (auto &p : parts)
+      EXPECT_TRUE(contains(m, p)) << "rank " << r << " lacks " << p << ": " << m;
+    EXPECT_LT(res[r].seconds, kFastS) << "rank " << r << " took " << res[r].seconds << " s: " << m;
+  }
+}
+
+// Two processes both started as rank 1 of 3 (and no rank 2): both of them and rank 0 hear of it
+// at once, with the pid and host of each claimer.
+TEST(Agree, DuplicateRankIsNamedOnEveryRankWithBothPids) {
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  auto res = mp_run(
+      3,
+      [](int proc, int, int port) -> std::string {
+        short_timeouts();
+        int rank = proc == 2 ? 1 : proc;
+        // A moment apart, so that the first claimer is already waiting for its peers.
+        if (proc == 2) usleep(300 * 1000);
+        return "pid " + std::to_string(getpid()) + "|" +
+               init_and_reduce(3, rank, "127.0.0.1", port);
+      },
+      60000);
+  std::string pid1 = res[1].message.substr(0, res[1].message.find('|'));
+  std::string pid2 = res[2].message.substr(0, res[2].message.find('|'));
+  std::string on = std::string(" on host ") + host;
+  expect_all_fail_fast(res,
+                       {"rank 1 is claimed by two processes: " + pid1 + on + " and " + pid2 + on});
+}
+
+// Rank 2 says the world has 4 ranks: the master refuses it, and ranks 0 and 1 learn why at once
+// instead of waiting out the connect timeout for a rank 2 that never joins.
+TEST(Agree, WorldSizeThatDiffersFailsRankZeroFastNamingBothSizes) {
+  auto res = mp_run(
+      3,
+      [](int rank, int, int port) -> std::string {
+        short_timeouts();
+        if (rank == 2) usleep(300 * 1000);
+        return init_and_reduce(rank == 2 ? 4 : 3, rank, "127.0.0.1", port);
+      },
+      60000);
+  std::vector<RankResult> joined(res.begin(), res.begin() + 2);
+  expect_all_fail_fast(joined, {"rank 2 joined with a world size of 4, but rank 0 (the master) "
+                                "has 3"});
+  expect_all_fail_fast({res[2]}, {"expects world size 3, this rank says 4"});
+}
+
+// One master, named two ways: the ranks still form one communicator.
+TEST(Agree, MasterNamedLocalhostOnOneRankAndNumericallyOnAnotherStillJoins) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        const char *names[] = {"127.0.0.1", "localhost", "127.0.0.1"};
+        std::string m = init_and_reduce(n, rank, names[rank], port);
+        return m == "OK" ? "" : m;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+  for (auto &r : res) EXPECT_LT(r.seconds, kFastS);
+}
+
+}  // namespace
