@@ -34,11 +34,13 @@ typedef struct {
 /* What every rank publishes: a blob per transport plus the identity of its host. A transport the
  * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros.
  * `rescue` is the TCP address survivors reach this rank at after a failure (comm/rescue.h),
- * whatever WEFT_TRANSPORT chose for the traffic itself. */
+ * whatever WEFT_TRANSPORT chose for the traffic itself. `settings` holds, at init, the settings
+ * that must match on every rank (comm/agree.h); split and shrink leave it all zeros. */
 typedef struct {
   char host_id[BOOT_HOST_ID_MAX];
   unsigned char addr[BOOT_NTRANSPORTS][128 + 16]; /* a net_addr_t for TCP */
   unsigned char rescue[128 + 16];                 /* a net_addr_t */
+  unsigned char settings[512];
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;

@@ -1,6 +1,7 @@
-// agree_test.cc -- what must match on every rank, checked at init: a rank number taken twice or
-// a world size that differs fails init on every rank within moments, naming who holds which
-// value, instead of a stall until the connect timeout. Two names for one master still work.
+// agree_test.cc -- settings that must match on every rank, checked at init: a rank configured
+// differently, a rank number taken twice or a world size that differs fails init on every rank
+// within moments, naming the setting and who holds which value, instead of a crash or a stall
+// until the connect timeout. Settings that may differ, and two names for one master, still work.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -56,6 +57,47 @@ void expect_all_fail_fast(const std::vector<RankResult> &res, std::vector<std::s
   }
 }
 
+TEST(Agree, TransportShmOnOneRankTcpOnTheOtherFailsOnBothNamingBoth) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        setenv("WEFT_TRANSPORT", rank == 0 ? "shm" : "tcp", 1);
+        return init_and_reduce(n, rank, "127.0.0.1", port);
+      },
+      60000);
+  expect_all_fail_fast(res, {"WEFT_TRANSPORT differs between ranks: \"shm\" on rank 0, \"tcp\" "
+                             "on rank 1 (every rank must use the same)"});
+  EXPECT_TRUE(contains(res[0].message, "rank 0: WEFT_TRANSPORT")) << res[0].message;
+  EXPECT_TRUE(contains(res[1].message, "rank 1: WEFT_TRANSPORT")) << res[1].message;
+}
+
+TEST(Agree, SliceSizeThatDiffersOnOneRankFailsOnEveryRank) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        if (rank == 2) setenv("WEFT_SLICE_BYTES", "128K", 1);
+        return init_and_reduce(n, rank, "127.0.0.1", port);
+      },
+      60000);
+  expect_all_fail_fast(res, {"WEFT_SLICE_BYTES differs between ranks: 65536 on rank 0, 131072 "
+                             "on rank 2"});
+}
+
+TEST(Agree, AlgorithmThatDiffersFailsOnEveryRank) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        setenv("WEFT_ALGO", rank == 0 ? "ring" : "tree", 1);
+        return init_and_reduce(n, rank, "127.0.0.1", port);
+      },
+      60000);
+  expect_all_fail_fast(res, {"WEFT_ALGO differs between ranks: \"ring\" on rank 0, \"tree\" on "
+                             "rank 1"});
+}
+
 // Two processes both started as rank 1 of 3 (and no rank 2): both of them and rank 0 hear of it
 // at once, with the pid and host of each claimer.
 TEST(Agree, DuplicateRankIsNamedOnEveryRankWithBothPids) {
@@ -109,6 +151,37 @@ TEST(Agree, MasterNamedLocalhostOnOneRankAndNumericallyOnAnotherStillJoins) {
       60000);
   EXPECT_EQ(mp_summary(res), "");
   for (auto &r : res) EXPECT_LT(r.seconds, kFastS);
+}
+
+// Knobs that only change what one rank does locally may differ between ranks. A call larger than
+// a slice, so that the window and fusion are used.
+TEST(Agree, SettingsThatMayDifferStillJoinAndReduce) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_CONNECT_TIMEOUT_MS", rank == 1 ? "30000" : "20000", 1);
+        setenv("WEFT_TIMEOUT_MS", rank == 2 ? "25000" : "20000", 1);
+        setenv("WEFT_SPIN_US", rank == 0 ? "0" : "1000", 1);
+        setenv("WEFT_SLICES_IN_FLIGHT", rank == 1 ? "2" : "8", 1);
+        setenv("WEFT_FUSED_STEPS", rank == 2 ? "0" : "1", 1);
+        setenv("WEFT_SOCKET_BUFFER", rank == 0 ? "0" : "1048576", 1);
+        weft_comm_t *comm;
+        if (weft_comm_init(&comm, n, rank, "127.0.0.1", port) != WEFT_SUCCESS)
+          return std::string("init: ") + weft_last_error();
+        std::vector<float> buf((size_t)1 << 18, (float)(rank + 1));
+        std::string out;
+        for (int i = 0; i < 2 && out.empty(); i++)
+          if (weft_all_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32, WEFT_SUM, comm,
+                              nullptr) != WEFT_SUCCESS)
+            out = std::string("all_reduce: ") + weft_last_error();
+        // 1+2+3 = 6, then 6 * 3 = 18 after the second call.
+        for (float v : buf)
+          if (out.empty() && v != 18.0f) out = "wrong value " + std::to_string(v);
+        weft_comm_destroy(comm);
+        return out;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
 }
 
 }  // namespace
