@@ -162,13 +162,18 @@ static void fail_job(store_server_t *s, int64_t code, const void *msg, size_t le
   memcpy(s->failed_msg, msg, len);
   s->failed_len = len;
   s->failed_code = code;
-  __atomic_store_n(&s->failed, 1, __ATOMIC_RELEASE);
+  int untold = 0;
   for (size_t i = 0; i < s->nconns; i++) {
     conn_t *c = s->conns[i];
-    if (!c->parked || c->dead) continue;
-    unpark(c);
-    tell_failed(s, c);
+    if (c->parked && !c->dead) {
+      unpark(c);
+      tell_failed(s, c);
+    }
+    untold += c->greeted && !c->told && !c->dead;
   }
+  /* The count first: store_server_stop must not see the failure without it. */
+  __atomic_store_n(&s->untold, untold, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->failed, 1, __ATOMIC_RELEASE);
 }
 
 /* Answers a parked request if its keys exist now, or, when `expired`, with STORE_TIMEOUT and
