@@ -3,7 +3,9 @@
 // within moments, naming the setting and who holds which value, instead of a crash or a stall
 // until the connect timeout. Settings that may differ, and two names for one master, still work.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
@@ -138,13 +140,26 @@ TEST(Agree, WorldSizeThatDiffersFailsRankZeroFastNamingBothSizes) {
   expect_all_fail_fast({res[2]}, {"expects world size 3, this rank says 4"});
 }
 
-// One master, named two ways: the ranks still form one communicator.
+bool have_ipv6_loopback() {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a = {};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, (sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+// One master, named two ways (three where there is IPv6 loopback, which the master's dual-stack
+// store also answers on): the ranks still form one communicator.
 TEST(Agree, MasterNamedLocalhostOnOneRankAndNumericallyOnAnotherStillJoins) {
+  bool v6 = have_ipv6_loopback();
   auto res = mp_run(
       3,
-      [](int rank, int n, int port) -> std::string {
+      [v6](int rank, int n, int port) -> std::string {
         short_timeouts();
-        const char *names[] = {"127.0.0.1", "localhost", "127.0.0.1"};
+        const char *names[] = {"127.0.0.1", "localhost", v6 ? "::1" : "127.0.0.1"};
         std::string m = init_and_reduce(n, rank, names[rank], port);
         return m == "OK" ? "" : m;
       },
