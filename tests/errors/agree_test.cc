@@ -4,6 +4,7 @@
 // until the connect timeout. Settings that may differ, and two names for one master, still work.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -98,6 +99,40 @@ TEST(Agree, AlgorithmThatDiffersFailsOnEveryRank) {
       60000);
   expect_all_fail_fast(res, {"WEFT_ALGO differs between ranks: \"ring\" on rank 0, \"tree\" on "
                              "rank 1"});
+}
+
+// A tune file on one rank only: that rank would skip the cost measurement the others wait in.
+// The same model from two paths is fine.
+TEST(Agree, TuneFileOnOneRankOnlyFailsOnEveryRank) {
+  const char *dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+  std::string a = std::string(dir) + "/agree_tune_a", b = std::string(dir) + "/agree_tune_b";
+  for (auto &path : {a, b}) {
+    FILE *f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fprintf(f, "alpha 2e-05\nbeta 1e-09\ngamma 2.5e-10\n");
+    fclose(f);
+  }
+  auto res = mp_run(
+      2,
+      [&](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        if (rank == 0) setenv("WEFT_TUNE_FILE", a.c_str(), 1);
+        return init_and_reduce(n, rank, "127.0.0.1", port);
+      },
+      60000);
+  expect_all_fail_fast(res, {"the cost model from WEFT_TUNE_FILE differs between ranks: \"alpha "
+                             "2.0000000000000002e-05 s, beta",
+                             "on rank 0, \"none (measured at init)\" on rank 1"});
+  res = mp_run(
+      2,
+      [&](int rank, int n, int port) -> std::string {
+        short_timeouts();
+        setenv("WEFT_TUNE_FILE", (rank == 0 ? a : b).c_str(), 1);
+        std::string m = init_and_reduce(n, rank, "127.0.0.1", port);
+        return m == "OK" ? "" : m;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
 }
 
 // Two processes both started as rank 1 of 3 (and no rank 2): both of them and rank 0 hear of it
