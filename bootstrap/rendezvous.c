@@ -1,6 +1,7 @@
 /* rendezvous.c -- one communicator's rendezvous through the key-value store. */
 #include "bootstrap/rendezvous.h"
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,65 @@ struct boot_session {
   store_client_t *client;
 };
 
-weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise) {
+/* Rank 0 names the communicator and every other rank takes its word for it. Each rank hashing
+ * the master's name as it was given made "localhost" on one rank and "127.0.0.1" on another two
+ * communicators whose transport handshakes refused each other; rank 0's numeric address is one
+ * name for all of them. */
+static weft_result_t agree_comm_id(boot_session_t *s, const net_addr_t *master, uint64_t *id) {
+  const char *key = "comm-id";
+  char text[24];
+  if (s->p.rank == 0) {
+    char host[NET_ADDR_STRLEN];
+    if (getnameinfo((const struct sockaddr *)&master->ss, master->len, host, sizeof host, NULL, 0,
+                    NI_NUMERICHOST) != 0)
+      snprintf(host, sizeof host, "%s", s->p.master_host);
+    *id = boot_comm_id(s->p.job_id, host, s->p.master_port);
+    int n = snprintf(text, sizeof text, "%016llx", (unsigned long long)*id);
+    return store_set(s->client, key, text, (size_t)n);
+  }
+  size_t len = 0;
+  WEFT_CHECK(
+      store_get(s->client, key, text, sizeof text - 1, &len, s->p.config->connect_timeout_ms));
+  text[len] = '\0';
+  char *end;
+  *id = strtoull(text, &end, 16);
+  if (len != 16 || *end != '\0')
+    return WEFT_ERR(WEFT_ERR_REMOTE, "rank 0 published a malformed communicator id \"%s\"", text);
+  return WEFT_SUCCESS;
+}
+
+/* Two processes started with the same rank would each wait for the rank nobody took, until the
+ * connect timeout, and then name the wrong problem. So each rank claims its number (an atomic
+ * add) and says who it is; the second claimer names both and fails the job, which ends every
+ * rank's wait at once with that message. */
+static weft_result_t claim_rank(boot_session_t *s) {
+  char key[64], me[128], host[64] = "?", first[128];
+  gethostname(host, sizeof host - 1);
+  snprintf(me, sizeof me, "pid %d on host %s", (int)getpid(), host);
+  int64_t n = 0;
+  snprintf(key, sizeof key, "claim/%d", s->p.rank);
+  WEFT_CHECK(store_add(s->client, key, 1, &n));
+  snprintf(key, sizeof key, "claim/%d/%lld", s->p.rank, (long long)n);
+  WEFT_CHECK(store_set(s->client, key, me, strlen(me)));
+  if (n == 1) return WEFT_SUCCESS;
+  /* The first claimer says who it is right after its add: this wait is short. */
+  size_t len = 0;
+  snprintf(key, sizeof key, "claim/%d/1", s->p.rank);
+  if (store_get(s->client, key, first, sizeof first - 1, &len, s->p.config->connect_timeout_ms) ==
+      WEFT_SUCCESS)
+    first[len] = '\0';
+  else
+    snprintf(first, sizeof first, "another process");
+  char why[400];
+  snprintf(why, sizeof why,
+           "rank %d is claimed by two processes: %s and %s (each process needs a RANK of its own)",
+           s->p.rank, first, me);
+  (void)store_fail(s->client, WEFT_ERR_MISMATCH, why);
+  return WEFT_ERR(WEFT_ERR_MISMATCH, "%s", why);
+}
+
+weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise,
+                        uint64_t *comm_id) {
   weft_result_t res;
   boot_session_t *s = calloc(1, sizeof *s);
   if (!s) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "bootstrap: out of memory");
@@ -31,6 +90,8 @@ weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *adve
   if (p->rank == 0) WEFT_CHECK_GOTO(store_server_start(p->master_port, &id, &s->server), res, fail);
   WEFT_CHECK_GOTO(store_connect(&master, &id, p->config->connect_timeout_ms, &s->client), res,
                   fail);
+  WEFT_CHECK_GOTO(claim_rank(s), res, fail);
+  WEFT_CHECK_GOTO(agree_comm_id(s, &master, comm_id), res, fail);
   WEFT_CHECK_GOTO(net_local_addr_for(&master, p->config->socket_ifname, advertise), res, fail);
   net_addr_set_port(advertise, 0);
   *out = s;

@@ -34,18 +34,24 @@ typedef struct {
 /* What every rank publishes: a blob per transport plus the identity of its host. A transport the
  * rank did not create (WEFT_TRANSPORT ruled it out, or it failed) leaves its blob all zeros.
  * `rescue` is the TCP address survivors reach this rank at after a failure (comm/rescue.h),
- * whatever WEFT_TRANSPORT chose for the traffic itself. */
+ * whatever WEFT_TRANSPORT chose for the traffic itself. `settings` holds, at init, the settings
+ * that must match on every rank (comm/agree.h); split and shrink leave it all zeros. */
 typedef struct {
   char host_id[BOOT_HOST_ID_MAX];
   unsigned char addr[BOOT_NTRANSPORTS][128 + 16]; /* a net_addr_t for TCP */
   unsigned char rescue[128 + 16];                 /* a net_addr_t */
+  unsigned char settings[512];
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;
 
 /* Starts the store on rank 0 and connects this rank to it. `advertise` receives the local
- * address (a net_addr_t with port 0) that peers can reach this rank at. */
-weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise);
+ * address (a net_addr_t with port 0) that peers can reach this rank at, `comm_id` the id of the
+ * new communicator: rank 0 derives it (boot_comm_id of the address it resolved the master to)
+ * and the others read it from the store, so that ranks naming the master differently
+ * ("localhost", "127.0.0.1", a host name) still agree on it. */
+weft_result_t boot_open(const boot_params_t *p, boot_session_t **out, void *advertise,
+                        uint64_t *comm_id);
 
 /* Publishes `mine` and fills all[nranks] with every rank's record; returns when all ranks have
  * done the same. */
@@ -64,7 +70,8 @@ const char *boot_record_problem(const boot_record_t *r);
  * share memory and loopback. */
 void boot_host_id(char *buf, size_t cap);
 
-/* The communicator id every rank derives alike from the job and the rendezvous address. */
+/* A communicator id from the job and the rendezvous address (rank 0 passes the numeric address
+ * it resolved the master to, see boot_open). */
 uint64_t boot_comm_id(uint64_t job_id, const char *master_host, int master_port);
 
 #ifdef __cplusplus

@@ -18,7 +18,9 @@ extern "C" {
 #endif
 
 /* What a client proves in its hello: the master refuses another job's ranks (a stale job on the
- * same MASTER_PORT) and ranks that disagree about the world size. */
+ * same MASTER_PORT) and ranks that disagree about the world size; the latter also fails the job,
+ * so that every rank hears of it (store_wire.h). A request of a failed job fails with the
+ * failure's code and message, as it was recorded. */
 typedef struct {
   uint64_t job_id;
   int world_size;
@@ -54,6 +56,10 @@ weft_result_t store_get(store_client_t *c, const char *key, void *buf, size_t ca
 weft_result_t store_add(store_client_t *c, const char *key, int64_t delta, int64_t *result);
 /* Waits up to timeout_ms until every key exists; a timeout names the keys still missing. */
 weft_result_t store_wait(store_client_t *c, const char *const *keys, int nkeys, int timeout_ms);
+/* Puts the job into the failed state (store_wire.h) with `why` (at most STORE_MAX_FAILURE bytes
+ * are kept) and `code`: every rank's pending and later request fails with them, the caller's
+ * too. Success means the master recorded a failure, ours or an earlier one. */
+weft_result_t store_fail(store_client_t *c, weft_result_t code, const char *why);
 /* NULL is allowed. */
 void store_close(store_client_t *c);
 

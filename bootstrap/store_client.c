@@ -26,6 +26,9 @@ struct store_client {
   int timeout_ms; /* bounds SET/ADD replies (the connect timeout) */
   /* After an I/O or protocol error the byte stream is out of step; every later call fails. */
   int broken;
+  /* The master said the job failed (STORE_FAILED): every later call fails with the same. */
+  weft_result_t failed;
+  char failed_msg[STORE_MAX_FAILURE + 1];
   char master[NET_ADDR_STRLEN];
   store_identity_t id;
   char token[sizeof(((weft_config_t *)0)->job_token)]; /* id.token points here when set */
@@ -58,10 +61,31 @@ static weft_result_t read_reply(store_client_t *c, int timeout_ms, store_hdr_t *
   return WEFT_SUCCESS;
 }
 
+static weft_result_t job_failed(const store_client_t *c) {
+  return WEFT_ERR(c->failed, "%s", c->failed_msg);
+}
+
+/* Reads a FAILED answer's message; the stream stays in step. Its code is checked, so that a
+ * broken master cannot make us return success or a code weft does not have. */
+static weft_result_t read_failure(store_client_t *c, const store_hdr_t *h) {
+  if (h->val_len > STORE_MAX_FAILURE) {
+    c->broken = 1;
+    return WEFT_ERR(WEFT_ERR_REMOTE, "master at %s reported a job failure of %u bytes", c->master,
+                    (unsigned)h->val_len);
+  }
+  WEFT_CHECK(net_recv_all(c->fd, c->failed_msg, h->val_len, c->timeout_ms));
+  c->failed_msg[h->val_len] = '\0';
+  c->failed =
+      h->arg > WEFT_SUCCESS && h->arg <= WEFT_ERR_ABORTED ? (weft_result_t)h->arg : WEFT_ERR_REMOTE;
+  return job_failed(c);
+}
+
 /* Sends one request and reads the reply's header; the caller reads h->val_len value bytes.
- * wait_ms is the master-side timeout of GET/WAIT (-1: none). */
+ * wait_ms is the master-side timeout of GET/WAIT (-1: none). A FAILED answer is read here and
+ * returned as the job's failure. */
 static weft_result_t roundtrip(store_client_t *c, uint16_t type, const char *key, const void *val,
                                size_t vlen, int64_t arg, int wait_ms, store_hdr_t *h) {
+  if (c->failed) return job_failed(c);
   if (c->broken)
     return WEFT_ERR(WEFT_ERR_COMM_FAILED,
                     "connection to master at %s is unusable after an earlier error", c->master);
@@ -81,8 +105,12 @@ static weft_result_t roundtrip(store_client_t *c, uint16_t type, const char *key
   free(msg);
   if (res == WEFT_SUCCESS) res = read_reply(c, reply_ms, h);
   if (res != WEFT_SUCCESS) c->broken = 1;
+  if (res == WEFT_SUCCESS && h->status == STORE_FAILED) res = read_failure(c, h);
   return res;
 }
+
+/* A job failure is the whole story; anything else gets `what` (the request and its key). */
+#define STORE_CONTEXT(c, res, ...) ((c)->failed ? (res) : err_context((res), __VA_ARGS__))
 
 static weft_result_t recv_value(store_client_t *c, void *buf, size_t len) {
   weft_result_t res = net_recv_all(c->fd, buf, len, c->timeout_ms);
@@ -177,6 +205,14 @@ static weft_result_t prove(store_client_t *c, const uint8_t *mine, const uint8_t
   WEFT_CHECK(send_msg(c, STORE_AUTH, mac, sizeof mac, 0, timeout_ms));
   store_hdr_t h;
   WEFT_CHECK(read_reply(c, timeout_ms, &h));
+  if ((h.status == STORE_BAD_SIZE || h.status == STORE_BAD_RANK) && h.val_len == STORE_HELLO_SIZE) {
+    /* With a job token the master checks world size and rank only now (store_wire.h). */
+    uint8_t raw[STORE_HELLO_SIZE];
+    store_identity_t m;
+    WEFT_CHECK(net_recv_all(c->fd, raw, sizeof raw, timeout_ms));
+    store_hello_decode(raw, &m);
+    return refused(c, h.status, &m);
+  }
   WEFT_CHECK(drain(c, h.val_len));
   if (h.status == STORE_OK) return WEFT_SUCCESS;
   if (h.status == STORE_BAD_TOKEN)
@@ -273,14 +309,14 @@ weft_result_t store_set(store_client_t *c, const char *key, const void *val, siz
   weft_result_t res = roundtrip(c, STORE_SET, key, val, len, 0, 0, &h);
   if (res == WEFT_SUCCESS && h.status != STORE_OK) res = unexpected_status(c, &h);
   if (res == WEFT_SUCCESS) res = drain(c, h.val_len);
-  return res == WEFT_SUCCESS ? res : err_context(res, "store set '%s'", key);
+  return res == WEFT_SUCCESS ? res : STORE_CONTEXT(c, res, "store set '%s'", key);
 }
 
 weft_result_t store_get(store_client_t *c, const char *key, void *buf, size_t cap, size_t *len,
                         int timeout_ms) {
   store_hdr_t h;
   weft_result_t res = roundtrip(c, STORE_GET, key, NULL, 0, 0, timeout_ms, &h);
-  if (res != WEFT_SUCCESS) return err_context(res, "store get '%s'", key);
+  if (res != WEFT_SUCCESS) return STORE_CONTEXT(c, res, "store get '%s'", key);
   if (h.status == STORE_TIMEOUT) {
     WEFT_CHECK(drain(c, h.val_len));
     return WEFT_ERR(WEFT_ERR_TIMEOUT, "store get '%s' (master at %s): key not set within %d ms",
@@ -291,7 +327,7 @@ weft_result_t store_get(store_client_t *c, const char *key, void *buf, size_t ca
   size_t take = h.val_len < cap ? h.val_len : cap;
   res = recv_value(c, buf, take);
   if (res == WEFT_SUCCESS) res = drain(c, h.val_len - take);
-  if (res != WEFT_SUCCESS) return err_context(res, "store get '%s'", key);
+  if (res != WEFT_SUCCESS) return STORE_CONTEXT(c, res, "store get '%s'", key);
   if (take < h.val_len)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "store get '%s': the value has %u bytes but the buffer holds %zu", key,
@@ -303,7 +339,7 @@ weft_result_t store_add(store_client_t *c, const char *key, int64_t delta, int64
   store_hdr_t h;
   weft_result_t res = roundtrip(c, STORE_ADD, key, NULL, 0, delta, 0, &h);
   if (res == WEFT_SUCCESS) res = drain(c, h.val_len);
-  if (res != WEFT_SUCCESS) return err_context(res, "store add '%s'", key);
+  if (res != WEFT_SUCCESS) return STORE_CONTEXT(c, res, "store add '%s'", key);
   if (h.status == STORE_NOT_INTEGER)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "store add '%s': the key holds a value that is not a decimal integer", key);
@@ -328,6 +364,17 @@ static void describe_keys(const uint8_t *list, size_t len, char *out, size_t cap
   if (total > shown) snprintf(out + used, cap - used, " and %d more", total - shown);
 }
 
+weft_result_t store_fail(store_client_t *c, weft_result_t code, const char *why) {
+  size_t len = strlen(why);
+  if (len > STORE_MAX_FAILURE) len = STORE_MAX_FAILURE;
+  if (len == 0) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store fail: empty message");
+  store_hdr_t h;
+  weft_result_t res = roundtrip(c, STORE_FAIL, NULL, why, len, code, 0, &h);
+  if (c->failed) return WEFT_SUCCESS; /* recorded (ours, or an earlier failure) */
+  if (res == WEFT_SUCCESS) res = unexpected_status(c, &h);
+  return err_context(res, "store fail");
+}
+
 weft_result_t store_wait(store_client_t *c, const char *const *keys, int nkeys, int timeout_ms) {
   if (nkeys < 0 || nkeys > STORE_MAX_WAIT_KEYS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "store wait: %d keys is not in 0..%d", nkeys,
@@ -344,7 +391,7 @@ weft_result_t store_wait(store_client_t *c, const char *const *keys, int nkeys, 
   store_hdr_t h;
   weft_result_t res = roundtrip(c, STORE_WAIT, NULL, list, len, nkeys, timeout_ms, &h);
   free(list);
-  if (res != WEFT_SUCCESS) return err_context(res, "store wait for %d keys", nkeys);
+  if (res != WEFT_SUCCESS) return STORE_CONTEXT(c, res, "store wait for %d keys", nkeys);
   if (h.status == STORE_OK) return drain(c, h.val_len);
   if (h.status != STORE_TIMEOUT) return unexpected_status(c, &h);
   uint8_t *missing = malloc(h.val_len ? h.val_len : 1);
@@ -355,7 +402,7 @@ weft_result_t store_wait(store_client_t *c, const char *const *keys, int nkeys, 
   res = recv_value(c, missing, h.val_len);
   if (res != WEFT_SUCCESS) {
     free(missing);
-    return err_context(res, "store wait for %d keys", nkeys);
+    return STORE_CONTEXT(c, res, "store wait for %d keys", nkeys);
   }
   char names[600];
   describe_keys(missing, h.val_len, names, sizeof names);

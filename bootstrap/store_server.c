@@ -53,6 +53,7 @@ typedef struct {
   /* Unsent reply bytes. */
   uint8_t *out;
   size_t out_len, out_off;
+  int told; /* was answered FAILED: knows that the job failed */
 } conn_t;
 
 struct store_server {
@@ -65,6 +66,13 @@ struct store_server {
   store_kv_t *kv;
   conn_t **conns;
   size_t nconns, capconns;
+  /* The job's first failure (store_wire.h), answered to every request from then on; failed is
+   * also read by store_server_stop's thread, hence atomic. */
+  int failed;
+  int64_t failed_code;
+  char failed_msg[STORE_MAX_FAILURE];
+  size_t failed_len;
+  int untold; /* greeted connections not yet answered FAILED (atomic: store_server_stop reads) */
 };
 
 /* ---- Replies ------------------------------------------------------------------------------ */
@@ -133,6 +141,41 @@ static int has_key(const store_server_t *s, const uint8_t *key, size_t klen) {
   return store_kv_get(s->kv, key, klen, &v, &vl);
 }
 
+static void tell_failed(store_server_t *s, conn_t *c) {
+  reply(c, STORE_FAILED, s->failed_code, s->failed_msg, s->failed_len);
+  c->told = 1;
+}
+
+static void unpark(conn_t *c) {
+  free(c->park_body);
+  c->park_body = NULL;
+  c->parked = 0;
+  c->deadline = -1;
+}
+
+/* Records the job's first failure and tells every parked request at once; later requests hear
+ * of it as they come (on_request). A second failure keeps the first message: it is usually a
+ * consequence of the first. */
+static void fail_job(store_server_t *s, int64_t code, const void *msg, size_t len) {
+  if (s->failed) return;
+  if (len > sizeof s->failed_msg) len = sizeof s->failed_msg;
+  memcpy(s->failed_msg, msg, len);
+  s->failed_len = len;
+  s->failed_code = code;
+  int untold = 0;
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn_t *c = s->conns[i];
+    if (c->parked && !c->dead) {
+      unpark(c);
+      tell_failed(s, c);
+    }
+    untold += c->greeted && !c->told && !c->dead;
+  }
+  /* The count first: store_server_stop must not see the failure without it. */
+  __atomic_store_n(&s->untold, untold, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->failed, 1, __ATOMIC_RELEASE);
+}
+
 /* Answers a parked request if its keys exist now, or, when `expired`, with STORE_TIMEOUT and
  * (for WAIT) the keys still missing. Returns 1 when answered. */
 static int answer_parked(store_server_t *s, conn_t *c, int expired) {
@@ -170,10 +213,7 @@ static int answer_parked(store_server_t *s, conn_t *c, int expired) {
     free(missing);
     if (nmissing > 0 && !expired) return 0;
   }
-  free(c->park_body);
-  c->park_body = NULL;
-  c->parked = 0;
-  c->deadline = -1;
+  unpark(c);
   return 1;
 }
 
@@ -191,6 +231,28 @@ static void log_refusal(const store_server_t *s, const conn_t *c, const char *wh
           c->peer, why);
 }
 
+/* Refuses a hello of this job whose world size or rank is wrong; returns 1 when it did. A world
+ * size that differs fails the job: the ranks that did join would otherwise wait out their connect
+ * timeout for a rank that will never come. Another job's hello (BAD_JOB) never fails ours. */
+static int refuse_misfit(store_server_t *s, conn_t *c, const store_identity_t *them,
+                         const uint8_t *ours) {
+  if (them->world_size != s->id.world_size) {
+    char why[200];
+    int n = snprintf(why, sizeof why,
+                     "rank %d joined with a world size of %d, but rank 0 (the master) has %d "
+                     "(WORLD_SIZE must be the same on every rank)",
+                     them->rank, them->world_size, s->id.world_size);
+    fail_job(s, WEFT_ERR_MISMATCH, why, (size_t)n);
+    refuse(c, STORE_BAD_SIZE, 0, ours, STORE_HELLO_SIZE);
+    return 1;
+  }
+  if (them->rank < 0 || them->rank >= s->id.world_size) {
+    refuse(c, STORE_BAD_RANK, 0, ours, STORE_HELLO_SIZE);
+    return 1;
+  }
+  return 0;
+}
+
 static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body, uint32_t len) {
   store_identity_t them, us = s->id;
   store_hello_decode(body, &them);
@@ -206,14 +268,11 @@ static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body, uint32_t
     log_refusal(s, c, "it has a job token but this job has none (set WEFT_JOB_TOKEN on every "
                       "rank or on none)");
     refuse(c, STORE_UNEXPECTED_TOKEN, 0, ours, sizeof ours);
-  } else if (them.job_id != s->id.job_id)
+  } else if (them.job_id != s->id.job_id) {
     refuse(c, STORE_BAD_JOB, 0, ours, sizeof ours);
-  else if (them.world_size != s->id.world_size)
-    refuse(c, STORE_BAD_SIZE, 0, ours, sizeof ours);
-  else if (them.rank < 0 || them.rank >= s->id.world_size)
-    refuse(c, STORE_BAD_RANK, 0, ours, sizeof ours);
-  else if (s->token[0]) {
-    /* Challenge: our fresh nonce and our proof; the client's answer is checked in on_auth. */
+  } else if (s->token[0]) {
+    /* Challenge: our fresh nonce and our proof; the client's answer is checked in on_auth, and
+     * only then its world size and rank: a stranger's forged hello must not fail the job. */
     uint8_t val[STORE_HELLO_SIZE + STORE_NONCE_SIZE + STORE_MAC_SIZE];
     memcpy(c->hello, body, STORE_HELLO_SIZE);
     memcpy(c->nc, body + STORE_HELLO_SIZE, STORE_NONCE_SIZE);
@@ -227,7 +286,7 @@ static void on_hello(store_server_t *s, conn_t *c, const uint8_t *body, uint32_t
                    val + STORE_HELLO_SIZE + STORE_NONCE_SIZE);
     c->challenged = 1;
     reply(c, STORE_PROVE, 0, val, sizeof val);
-  } else {
+  } else if (!refuse_misfit(s, c, &them, ours)) {
     c->greeted = 1;
     reply(c, STORE_OK, 0, ours, sizeof ours);
   }
@@ -238,6 +297,13 @@ static void on_auth(store_server_t *s, conn_t *c, const uint8_t *mac) {
   hmac_challenge(s->token, HMAC_LABEL_CONNECT, c->hello, sizeof c->hello, c->nc, c->ns, want);
   c->challenged = 0;
   if (c->hdr.arg == 0 && hmac_equal(want, mac, sizeof want)) {
+    /* Now the hello is known to come from this job: check what on_hello left for here. */
+    store_identity_t them, us = s->id;
+    store_hello_decode(c->hello, &them);
+    us.rank = them.rank;
+    uint8_t ours[STORE_HELLO_SIZE];
+    store_hello_encode(&us, ours);
+    if (refuse_misfit(s, c, &them, ours)) return;
     c->greeted = 1;
     reply(c, STORE_OK, 0, NULL, 0);
     return;
@@ -286,6 +352,11 @@ static void on_request(store_server_t *s, conn_t *c) {
   uint8_t *body = c->body;
   const store_hdr_t *h = &c->hdr;
   c->body = NULL;
+  if (s->failed && c->greeted) {
+    tell_failed(s, c);
+    free(body);
+    return;
+  }
   switch (h->type) {
     case STORE_HELLO:
       on_hello(s, c, body, h->val_len);
@@ -303,6 +374,11 @@ static void on_request(store_server_t *s, conn_t *c) {
       break;
     case STORE_ADD:
       on_add(s, c, body);
+      break;
+    case STORE_FAIL:
+      /* The caller hears the failure back like everyone else (c is not parked). */
+      fail_job(s, h->arg, body, h->val_len);
+      tell_failed(s, c);
       break;
     case STORE_GET:
     case STORE_WAIT: {
@@ -465,8 +541,13 @@ static void accept_all(store_server_t *s) {
   }
 }
 
-/* Answers parked requests whose time is up and drops refused clients that never hung up. */
+/* Answers parked requests whose time is up and drops refused clients that never hung up; after
+ * a failure, counts who has not heard of it yet (store_server_stop lingers for them). */
 static void expire(store_server_t *s, int64_t now) {
+  int untold = 0;
+  for (size_t i = 0; i < s->nconns; i++)
+    untold += s->conns[i]->greeted && !s->conns[i]->told && !s->conns[i]->dead;
+  if (s->failed) __atomic_store_n(&s->untold, untold, __ATOMIC_RELEASE);
   for (size_t i = 0; i < s->nconns; i++) {
     conn_t *c = s->conns[i];
     if (c->dead || c->deadline < 0 || c->deadline > now) continue;
@@ -610,6 +691,12 @@ int store_server_port(const store_server_t *s) { return s->port; }
 
 void store_server_stop(store_server_t *s) {
   if (!s) return;
+  /* After a job failure, give the ranks that have not asked since a moment to ask and hear why
+   * (their next request gets the failure) instead of finding the store gone. */
+  int64_t until = clock_now_ms() + LINGER_MS;
+  while (__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) &&
+         __atomic_load_n(&s->untold, __ATOMIC_ACQUIRE) > 0 && clock_now_ms() < until)
+    usleep(2000);
   char b = 1;
   while (write(s->wake[1], &b, 1) < 0 && errno == EINTR) {
   }

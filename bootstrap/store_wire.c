@@ -38,7 +38,7 @@ void store_hdr_decode(const uint8_t in[STORE_HDR_SIZE], store_hdr_t *h) {
 }
 
 const char *store_hdr_problem(const store_hdr_t *h) {
-  if (h->type < STORE_HELLO || h->type > STORE_AUTH) return "unknown message type";
+  if (h->type < STORE_HELLO || h->type > STORE_FAIL) return "unknown message type";
   if (h->key_len > STORE_MAX_KEY) return "key too long";
   if (h->val_len > STORE_MAX_VALUE) return "value too long";
   switch (h->type) {
@@ -58,6 +58,10 @@ const char *store_hdr_problem(const store_hdr_t *h) {
       break;
     case STORE_WAIT:
       if (h->key_len != 0 || h->arg < 0 || h->arg > STORE_MAX_WAIT_KEYS) return "malformed wait";
+      break;
+    case STORE_FAIL:
+      if (h->key_len != 0 || h->val_len == 0 || h->val_len > STORE_MAX_FAILURE)
+        return "malformed fail";
       break;
     default:
       break;

@@ -25,7 +25,14 @@
  *   GET    key, timeout                  -> OK + val, or TIMEOUT (deferred until the key is set)
  *   ADD    key, arg = delta              -> OK + arg = new value, or NOT_INTEGER
  *   WAIT   val = key list, arg = n, timeout -> OK, or TIMEOUT + val = list of missing keys
+ *   FAIL   val = message, arg = a weft_result_t -> FAILED (below)
  * A key list is, per key, a u32 length and the key's bytes.
+ *
+ * Job failure: once a FAIL is recorded (or the master itself refuses a rank of this job for a
+ * world size that differs), the job has failed. Every parked GET/WAIT and every later SET, GET,
+ * ADD, WAIT or FAIL is answered FAILED with val = the first failure's message and arg = its
+ * code, so that every rank stops at once naming the problem instead of waiting out its timeout.
+ * Only greeted (with a job token: authenticated) clients can fail the job.
  *
  * Job token (hmac.h): a server with a token answers a hello that carries Nc with PROVE, Ns and
  * HMAC(token, "weft accept" || hello || Nc || Ns), where hello is the client's 16 hello bytes
@@ -46,8 +53,9 @@ extern "C" {
 #endif
 
 #define STORE_MAGIC 0x54534657u /* "WFST" on the wire */
-/* 2: the job token's HELLO with a nonce and AUTH. */
-#define STORE_VERSION 2
+/* 2: the job token's HELLO with a nonce and AUTH. 3: FAIL and FAILED; with a job token, the
+ * world size and rank are checked after AUTH. */
+#define STORE_VERSION 3
 #define STORE_HDR_SIZE 32
 #define STORE_HELLO_SIZE 16
 #define STORE_NONCE_SIZE 32 /* HMAC_NONCE_BYTES */
@@ -56,6 +64,7 @@ extern "C" {
 #define STORE_MAX_VALUE (64u << 20)
 #define STORE_MAX_WAIT_KEYS 65536
 #define STORE_NO_TIMEOUT 0xffffffffu
+#define STORE_MAX_FAILURE 1024 /* a FAIL's message, ERR_MSG_MAX */
 
 enum {
   STORE_HELLO = 1,
@@ -64,7 +73,8 @@ enum {
   STORE_ADD = 4,
   STORE_WAIT = 5,
   STORE_REPLY = 6,
-  STORE_AUTH = 7
+  STORE_AUTH = 7,
+  STORE_FAIL = 8
 };
 
 enum {
@@ -78,7 +88,8 @@ enum {
   STORE_PROVE = 7,       /* the hello is fine; now prove the job token (AUTH) */
   STORE_NO_TOKEN = 8,    /* the server has a job token, the hello carried no nonce */
   STORE_UNEXPECTED_TOKEN = 9, /* the hello carried a nonce, the server has no job token */
-  STORE_BAD_TOKEN = 10   /* AUTH's MAC is wrong */
+  STORE_BAD_TOKEN = 10,  /* AUTH's MAC is wrong */
+  STORE_FAILED = 11      /* the job failed: val = why, arg = a weft_result_t */
 };
 
 typedef struct {

@@ -7,6 +7,7 @@
 
 #include "bootstrap/env.h"
 #include "bootstrap/rendezvous.h"
+#include "comm/agree.h"
 #include "common/net.h"
 #include "comm/handles.h"
 #include "comm/rescue.h"
@@ -334,6 +335,15 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
     } else {
       c->via[r] = COMM_TCP;
     }
+    /* Init compares WEFT_TRANSPORT on every rank first (agree.c); this keeps a communicator made
+     * some other way from connecting through a transport this rank never created. */
+    if (!c->transports[c->via[r]]) {
+      res = WEFT_ERR(WEFT_ERR_MISMATCH,
+                     "rank %d: WEFT_TRANSPORT=%s, but rank %d can only be reached by %s, which "
+                     "this rank does not have (its WEFT_TRANSPORT, or its /dev/shm, differs)",
+                     c->rank, c->config.transport, r, kinds[c->via[r]]->name);
+      goto done;
+    }
     c->via_dev[r] = c->via[r] == COMM_IB && ib_gdr_both(c, all, r) ? COMM_IB_GDR : c->via[r];
     if (same_host && c->transports[COMM_CUDA_IPC] &&
         blob_present(all[r].addr[COMM_CUDA_IPC], ipc_size)) {
@@ -426,8 +436,7 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
   weft_result_t res;
   boot_session_t *boot = NULL;
   boot_params_t bp = {c->rank, c->nranks, host, port, job, &c->config};
-  c->comm_id = boot_comm_id(job, host, port);
-  WEFT_CHECK(boot_open(&bp, &boot, &c->advertise));
+  WEFT_CHECK(boot_open(&bp, &boot, &c->advertise, &c->comm_id));
   boot_record_t mine;
   boot_record_t *all = calloc((size_t)c->nranks, sizeof *all);
   if (!all) {
@@ -435,7 +444,10 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
     goto done;
   }
   WEFT_CHECK_GOTO(comm_open_transport(c, &mine), res, done);
+  agree_fill(c, job, &mine);
   WEFT_CHECK_GOTO(boot_exchange(boot, &mine, all), res, done);
+  /* Before any connection: settings that differ would otherwise surface as a crash or a stall. */
+  WEFT_CHECK_GOTO(agree_check(c, all), res, done);
   res = comm_connect(c, all, 1);
 done:
   free(all);

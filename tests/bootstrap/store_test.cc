@@ -372,6 +372,79 @@ TEST_F(StoreTest, WrongWorldSizeIsRefused) {
                  " expects world size 4, this rank says 8");
 }
 
+// ---- Job failure ---------------------------------------------------------------------------
+
+// Parks a GET of a key nobody sets on `c` in a thread; Join() returns its result and wait.
+struct ParkedGet {
+  weft_result_t res = WEFT_SUCCESS;
+  std::string msg;
+  long long waited = 0;
+  std::thread t;
+  explicit ParkedGet(store_client_t *c) {
+    t = std::thread([this, c] {
+      char buf[8];
+      size_t len;
+      auto start = Clock::now();
+      res = store_get(c, "never", buf, sizeof buf, &len, 30000);
+      msg = err_last();
+      waited = MsSince(start);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  void Join() { t.join(); }
+};
+
+TEST_F(StoreTest, FailAnswersParkedAndLaterRequestsWithTheFirstMessage) {
+  store_client_t *a, *b, *c;
+  ASSERT_EQ(Connect(0, &a), WEFT_SUCCESS) << err_last();
+  ASSERT_EQ(Connect(1, &b), WEFT_SUCCESS) << err_last();
+  ParkedGet parked(a);
+  ASSERT_EQ(store_fail(b, WEFT_ERR_MISMATCH, "rank 1 is claimed twice"), WEFT_SUCCESS)
+      << err_last();
+  parked.Join();
+  EXPECT_EQ(parked.res, WEFT_ERR_MISMATCH);
+  EXPECT_LT(parked.waited, 2000);
+  // The failure is the whole message: no key, no master, to read past.
+  EXPECT_EQ(parked.msg.rfind("rank 1 is claimed twice", 0), 0u) << parked.msg;
+  // Later requests, a second failure and a rank that joins late all hear the first one.
+  EXPECT_EQ(store_set(b, "k", "v", 1), WEFT_ERR_MISMATCH);
+  EXPECT_MSG_HAS("rank 1 is claimed twice");
+  ASSERT_EQ(store_fail(a, WEFT_ERR_TIMEOUT, "something later"), WEFT_SUCCESS) << err_last();
+  ASSERT_EQ(Connect(2, &c), WEFT_SUCCESS) << err_last();
+  int64_t n;
+  EXPECT_EQ(store_add(c, "n", 1, &n), WEFT_ERR_MISMATCH);
+  EXPECT_MSG_HAS("rank 1 is claimed twice");
+  store_close(a);
+  store_close(b);
+  store_close(c);
+}
+
+TEST_F(StoreTest, WrongWorldSizeFailsTheJobForEveryRankWaiting) {
+  store_client_t *a, *bad = nullptr;
+  ASSERT_EQ(Connect(0, &a), WEFT_SUCCESS) << err_last();
+  ParkedGet parked(a);
+  EXPECT_EQ(Connect(2, &bad, kJob, 3), WEFT_ERR_MISMATCH);
+  EXPECT_MSG_HAS("expects world size 4, this rank says 3");
+  parked.Join();
+  EXPECT_EQ(parked.res, WEFT_ERR_MISMATCH);
+  EXPECT_LT(parked.waited, 2000);
+  EXPECT_TRUE(
+      Contains(parked.msg, "rank 2 joined with a world size of 3, but rank 0 (the master) has 4"))
+      << parked.msg;
+  store_close(a);
+}
+
+TEST_F(StoreTest, AnotherJobNeverFailsOurs) {
+  store_client_t *a, *stranger = nullptr;
+  ASSERT_EQ(Connect(0, &a), WEFT_SUCCESS) << err_last();
+  // Another job on this port, with another world size too: refused for its job id alone.
+  EXPECT_EQ(Connect(1, &stranger, 0xdef, 8), WEFT_ERR_MISMATCH);
+  EXPECT_MSG_HAS("serves job 0x0000000000000abc");
+  ASSERT_EQ(store_set(a, "still", "ok", 2), WEFT_SUCCESS) << err_last();
+  EXPECT_EQ(GetString(a, "still"), "ok");
+  store_close(a);
+}
+
 TEST_F(StoreTest, RankOutOfRangeIsRefused) {
   store_client_t *c = nullptr;
   EXPECT_EQ(Connect(4, &c), WEFT_ERR_INVALID_ARGUMENT);

@@ -245,4 +245,27 @@ TEST_F(StoreTokenTest, NothingIsServedBeforeTheProof) {
   ExpectMemberStillWorks();
 }
 
+// With a token, a hello is not yet proof of anything: a stranger's hello with another world size
+// must not fail the job, while a member's (after AUTH) does.
+TEST_F(StoreTokenTest, OnlyAnAuthenticatedWorldSizeMismatchFailsTheJob) {
+  Start("the token");
+  JoinMember("the token");
+  testing::internal::CaptureStderr();
+  store_identity_t forged = {kJob, 8, 2, "a guess"};
+  net_addr_t a = Loopback(port_);
+  store_client_t *c = nullptr;
+  EXPECT_EQ(store_connect(&a, &forged, kTimeoutMs, &c), WEFT_ERR_MISMATCH);
+  EXPECT_TRUE(Contains(err_last(), "does not know this job's token")) << err_last();
+  StopCapture();
+  ExpectMemberStillWorks();
+
+  store_identity_t misfit = {kJob, 8, 2, "the token"};
+  EXPECT_EQ(store_connect(&a, &misfit, kTimeoutMs, &c), WEFT_ERR_MISMATCH);
+  EXPECT_TRUE(Contains(err_last(), "expects world size 4, this rank says 8")) << err_last();
+  EXPECT_EQ(store_set(member_, "after", "2", 1), WEFT_ERR_MISMATCH);
+  EXPECT_TRUE(
+      Contains(err_last(), "rank 2 joined with a world size of 8, but rank 0 (the master) has 4"))
+      << err_last();
+}
+
 }  // namespace

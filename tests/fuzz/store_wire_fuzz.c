@@ -19,7 +19,7 @@ static void check_header(const uint8_t *data) {
     return;
   }
   /* What the server and client rely on once the header passed. */
-  FUZZ_CHECK(h.type >= STORE_HELLO && h.type <= STORE_AUTH);
+  FUZZ_CHECK(h.type >= STORE_HELLO && h.type <= STORE_FAIL);
   FUZZ_CHECK(h.key_len <= STORE_MAX_KEY && h.val_len <= STORE_MAX_VALUE);
   if (h.type == STORE_HELLO) /* with a job token, the client's nonce follows its identity */
     FUZZ_CHECK(h.key_len == 0 && (h.val_len == STORE_HELLO_SIZE ||
