@@ -335,6 +335,42 @@ def check_mismatch_raises(c):
     g.abort()
 
 
+def check_abort_from_another_thread(c):
+    """torch's watchdog aborts a group whose collective hangs, from its own thread: the call
+    blocked in the group raises at once instead of waiting for the timeout."""
+    size, rank = c["size"], c["rank"]
+    if size < 2:
+        raise Skip("needs 2 ranks")
+    g = dist.new_group(list(range(size)), backend="weft")
+    dist.barrier(group=g)  # every rank's group is connected
+    if rank != 0:
+        time.sleep(1.5)  # never joins rank 0's all_reduce on g
+        g.abort()
+        dist.barrier()
+        return
+    outcome = {}
+
+    def call():
+        try:
+            dist.all_reduce(torch.ones(1000), group=g)
+            outcome["error"] = None
+        except Exception as e:  # a WeftError, or torch's RuntimeError carrying its text
+            outcome["error"] = e
+        outcome["at"] = time.monotonic()
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.3)
+    assert "at" not in outcome, "the all_reduce returned before the abort"
+    t0 = time.monotonic()
+    g.abort()
+    caller.join(10)
+    assert not caller.is_alive(), "the blocked all_reduce did not return after the abort"
+    assert outcome["error"] is not None and "abort" in str(outcome["error"]), outcome["error"]
+    assert outcome["at"] - t0 < 2, f"the call returned {outcome['at'] - t0:.1f} s after abort"
+    dist.barrier()
+
+
 class _Recorder:
     """The communicator under a group, recording how each call was issued (async_op)."""
 
