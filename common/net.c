@@ -516,6 +516,30 @@ weft_result_t net_accept(int listen_fd, int timeout_ms, int *fd) {
   }
 }
 
+int net_reserve_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+int net_accept_exhausted(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+int net_shed_one(int listen_fd, int *reserve) {
+  if (*reserve < 0) {
+    *reserve = net_reserve_open(); /* a slot may have come free since */
+    return 0;
+  }
+  close(*reserve);
+  int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  int shed = fd >= 0;
+  if (shed) {
+    /* Linger 0: a reset tells the client at once, and no TIME_WAIT is left behind. */
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+  }
+  *reserve = net_reserve_open();
+  return shed;
+}
+
 /* ---- Transfers ---------------------------------------------------------------------------- */
 
 /* Waits until fd is ready for `events`; returns 0, or -1 when the deadline passed. */

@@ -56,6 +56,17 @@ weft_result_t net_connect_listening(const net_addr_t *addr, int timeout_ms, int 
 /* Accepts one connection (blocking fd); WEFT_ERR_TIMEOUT after timeout_ms. */
 weft_result_t net_accept(int listen_fd, int timeout_ms, int *fd);
 
+/* Out of descriptors (EMFILE/ENFILE), a nonblocking listener stays readable and a poll loop that
+ * cannot accept spins. A server keeps one reserve descriptor (net_reserve_open: /dev/null, or -1)
+ * and, with nothing of its own to close, sheds the waiting connection: net_shed_one closes the
+ * reserve, accepts and closes one connection, and reopens the reserve. Returns 1 when it shed
+ * one, 0 when it could not (no reserve, or another thread took the freed slot): the caller then
+ * stops polling the listener for a moment instead. */
+int net_reserve_open(void);
+int net_shed_one(int listen_fd, int *reserve);
+/* The errors of accept() that mean "out of descriptors or memory", not "nothing to accept". */
+int net_accept_exhausted(int err);
+
 /* Transfer exactly len bytes on a blocking or nonblocking fd; timeout_ms bounds the whole call.
  * A peer that closes or resets gives WEFT_ERR_REMOTE. */
 weft_result_t net_send_all(int fd, const void *buf, size_t len, int timeout_ms);
