@@ -131,6 +131,7 @@ static void on_hello(tcp_acceptor_t *a, pending_t *p) {
   }
   p->challenged = 1;
   p->got = 0;
+  p->deadline = clock_now_ms() + TCP_ACCEPT_PROOF_MS;
 }
 
 static void on_proof(tcp_acceptor_t *a, pending_t *p) {
@@ -247,8 +248,8 @@ static void expire(tcp_acceptor_t *a, int64_t now) {
     if (p->fd < 0 || p->deadline > now) continue;
     if (p->challenged) {
       char why[80];
-      snprintf(why, sizeof why, "no proof of the job token within %d ms of its connect",
-               TCP_ACCEPT_DEADLINE_MS);
+      snprintf(why, sizeof why, "no proof of the job token within %d ms of the challenge",
+               TCP_ACCEPT_PROOF_MS);
       log_refusal(a, p->fd, why);
     }
     finish(p, 1);

@@ -3,11 +3,12 @@
  * checked and keeps until tcp.c claims them.
  *
  * No connection can hold up another: every accepted socket is nonblocking, and one poll covers
- * the listener and every handshake in progress. A handshake not done within TCP_ACCEPT_DEADLINE_MS
- * of its accept is dropped, and at most TCP_ACCEPT_SPARE + nranks * nlanes are kept at once (the
- * oldest goes first, a challenged one last), so silent or slow strangers cannot starve real peers
- * of time or descriptors. Out of descriptors, the acceptor drops a pending stranger or sheds the
- * new connection through a reserve descriptor instead of spinning. */
+ * the listener and every handshake in progress. A hello not complete within TCP_ACCEPT_DEADLINE_MS
+ * of its accept, or a proof within TCP_ACCEPT_PROOF_MS of the challenge, is dropped, and at most
+ * TCP_ACCEPT_SPARE + nranks * nlanes are kept at once (the oldest goes first, a challenged one
+ * last), so silent or slow strangers cannot starve real peers of time or descriptors. Out of
+ * descriptors, the acceptor drops a pending stranger or sheds the new connection through a reserve
+ * descriptor instead of spinning. */
 #ifndef WEFT_TRANSPORT_TCP_ACCEPT_H_
 #define WEFT_TRANSPORT_TCP_ACCEPT_H_
 
@@ -22,6 +23,9 @@ extern "C" {
 
 /* A peer sends its hello right behind its connect and its proof right behind our challenge. */
 #define TCP_ACCEPT_DEADLINE_MS 2000
+/* Only a connector that named this communicator is challenged, and one dropped after it sent its
+ * proof would take the socket for connected: the proof gets the old, longer bound. */
+#define TCP_ACCEPT_PROOF_MS 5000
 /* Handshakes in progress kept at once, beyond one per peer lane. */
 #define TCP_ACCEPT_SPARE 64
 
