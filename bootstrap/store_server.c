@@ -461,10 +461,10 @@ static int drop_pending(store_server_t *s) {
   for (size_t i = 0; i < s->nconns; i++) {
     conn_t *c = s->conns[i];
     if (c->greeted || c->dead) continue;
-    int rank = c->closing ? 0 : c->challenged ? 2 : 1;
-    if (rank < worst || (rank == worst && c->seq < victim->seq)) {
+    int order = c->closing ? 0 : c->challenged ? 2 : 1; /* lowest goes first */
+    if (order < worst || (order == worst && c->seq < victim->seq)) {
       victim = c;
-      worst = rank;
+      worst = order;
     }
   }
   if (!victim) return 0;
