@@ -41,8 +41,8 @@ int store_server_port(const store_server_t *s);
 void store_server_stop(store_server_t *s);
 
 /* Connects (retrying until the master listens or timeout_ms) and says hello; a connection the
- * master closes or resets before it answers the hello (out of descriptors, shedding strangers) is
- * made again within timeout_ms. timeout_ms also bounds each later set/add reply, and get/wait
+ * master resets before it answers the hello (out of descriptors, shedding strangers) is made
+ * again within timeout_ms. timeout_ms also bounds each later set/add reply, and get/wait
  * replies beyond their own timeout. */
 weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id, int timeout_ms,
                             store_client_t **out);

@@ -21,7 +21,7 @@
 #define REPLY_GRACE_MS 5000
 /* The hello's answer is immediate; do not let a slow connect leave it no time at all. */
 #define MIN_HELLO_MS 1000
-/* Between tries when the master dropped the connection before answering the hello. */
+/* Between tries when the master reset the connection before answering the hello. */
 #define REJOIN_NAP_MS 100
 
 struct store_client {
@@ -260,11 +260,11 @@ weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id
     c->answered = 0;
     res = hello(c, left);
     if (res == WEFT_SUCCESS) break;
-    /* A master out of descriptors, or busy shedding strangers, closes or resets a connection
-     * before it answers; it is listening, so try again while the connect timeout lasts. A
-     * master that answered (a refusal, a wrong token) is never retried. */
+    /* A master out of descriptors, or shedding strangers, resets a connection before it
+     * answers; it is listening, so try again while the connect timeout lasts. A master that
+     * answered (a refusal, a wrong token) or closed the connection in order is not retried. */
     int64_t spent = clock_now_ms() - start;
-    if (res != WEFT_ERR_REMOTE || c->answered ||
+    if (res != WEFT_ERR_REMOTE || c->answered || !net_last_reset() ||
         (timeout_ms >= 0 && spent + REJOIN_NAP_MS >= timeout_ms)) {
       res = err_context(res, "store: rank %d joining", id->rank);
       goto fail;

@@ -453,6 +453,13 @@ static void unmap_v4(net_addr_t *a) {
   a->len = sizeof in4;
 }
 
+/* Closes with a reset: nothing lingers in TIME_WAIT, and the client knows at once. */
+static void abort_close(int fd) {
+  struct linger lg = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(fd);
+}
+
 /* Closes the un-greeted connection that matters least: refused ones (lingering for their answer)
  * first, then those not yet challenged for the job token, oldest first. Returns 0 if none. */
 static int drop_pending(store_server_t *s) {
@@ -468,8 +475,9 @@ static int drop_pending(store_server_t *s) {
     }
   }
   if (!victim) return 0;
-  /* Closed now, not at the next reap: the caller needs the descriptor back at once. */
-  close(victim->fd);
+  /* Closed now, not at the next reap: the caller needs the descriptor back at once. A reset
+   * tells a rank that was slow to say hello to connect again (store_connect). */
+  abort_close(victim->fd);
   victim->fd = -1;
   victim->dead = 1;
   return 1;
@@ -537,7 +545,10 @@ static void expire(store_server_t *s, int64_t now) {
     conn_t *c = s->conns[i];
     if (c->dead) continue;
     if (!c->greeted && !c->closing && c->hs_deadline <= now) {
-      c->dead = 1; /* a stranger, or a client too slow to be a rank: its slot is worth more */
+      /* A stranger, or a client too slow to be a rank: its slot is worth more. */
+      abort_close(c->fd);
+      c->fd = -1;
+      c->dead = 1;
       continue;
     }
     if (c->deadline < 0 || c->deadline > now) continue;

@@ -553,7 +553,13 @@ static int wait_ready(int fd, short events, int64_t deadline) {
   }
 }
 
+/* The errno of the calling thread's last failed transfer (0: none, or the peer's EOF). */
+static _Thread_local int last_io_errno;
+
+int net_last_reset(void) { return last_io_errno == ECONNRESET || last_io_errno == EPIPE; }
+
 static weft_result_t io_error(const char *op, int fd, int err) {
+  last_io_errno = err;
   char peer[NET_ADDR_STRLEN];
   sock_name(fd, 1, peer, sizeof peer);
   weft_result_t code = (err == EPIPE || err == ECONNRESET) ? WEFT_ERR_REMOTE : WEFT_ERR_SYSTEM;
@@ -564,6 +570,7 @@ weft_result_t net_send_all(int fd, const void *buf, size_t len, int timeout_ms) 
   const char *p = (const char *)buf;
   size_t done = 0;
   int64_t deadline = deadline_after(timeout_ms);
+  last_io_errno = 0;
   while (done < len) {
     /* MSG_DONTWAIT on every call makes blocking fds obey the deadline too. */
     ssize_t n = send(fd, p + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -591,6 +598,7 @@ weft_result_t net_recv_all(int fd, void *buf, size_t len, int timeout_ms) {
   char *p = (char *)buf;
   size_t done = 0;
   int64_t deadline = deadline_after(timeout_ms);
+  last_io_errno = 0;
   while (done < len) {
     ssize_t n = recv(fd, p + done, len - done, MSG_DONTWAIT);
     if (n > 0) {

@@ -71,6 +71,10 @@ int net_accept_exhausted(int err);
  * A peer that closes or resets gives WEFT_ERR_REMOTE. */
 weft_result_t net_send_all(int fd, const void *buf, size_t len, int timeout_ms);
 weft_result_t net_recv_all(int fd, void *buf, size_t len, int timeout_ms);
+/* 1 when the calling thread's last net_send_all/net_recv_all failed because the peer reset the
+ * connection (ECONNRESET, or EPIPE after a reset), not because it closed it or went silent: a
+ * server sheds a connection it cannot serve with a reset (net_shed_one). */
+int net_last_reset(void);
 
 weft_result_t net_set_nonblocking(int fd, int on);
 /* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF = bufbytes when bufbytes > 0. */
