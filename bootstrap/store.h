@@ -42,8 +42,10 @@ int store_server_port(const store_server_t *s);
 /* Wakes and joins the server thread, then closes every connection. NULL is allowed. */
 void store_server_stop(store_server_t *s);
 
-/* Connects (retrying until the master listens or timeout_ms) and says hello. timeout_ms also
- * bounds each later set/add reply, and get/wait replies beyond their own timeout. */
+/* Connects (retrying until the master listens or timeout_ms) and says hello; a connection the
+ * master resets before it answers the hello (out of descriptors, shedding strangers) is made
+ * again within timeout_ms. timeout_ms also bounds each later set/add reply, and get/wait
+ * replies beyond their own timeout. */
 weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id, int timeout_ms,
                             store_client_t **out);
 weft_result_t store_set(store_client_t *c, const char *key, const void *val, size_t len);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/store.h"
@@ -20,6 +21,8 @@
 #define REPLY_GRACE_MS 5000
 /* The hello's answer is immediate; do not let a slow connect leave it no time at all. */
 #define MIN_HELLO_MS 1000
+/* Between tries when the master reset the connection before answering the hello. */
+#define REJOIN_NAP_MS 100
 
 struct store_client {
   int fd;
@@ -29,6 +32,7 @@ struct store_client {
   /* The master said the job failed (STORE_FAILED): every later call fails with the same. */
   weft_result_t failed;
   char failed_msg[STORE_MAX_FAILURE + 1];
+  int answered; /* a reply header arrived: a failure after it is not worth a retry */
   char master[NET_ADDR_STRLEN];
   store_identity_t id;
   char token[sizeof(((weft_config_t *)0)->job_token)]; /* id.token points here when set */
@@ -47,6 +51,7 @@ static weft_result_t version_error(const store_client_t *c, unsigned theirs) {
 static weft_result_t read_reply(store_client_t *c, int timeout_ms, store_hdr_t *h) {
   uint8_t raw[STORE_HDR_SIZE];
   WEFT_CHECK(net_recv_all(c->fd, raw, sizeof raw, timeout_ms));
+  c->answered = 1;
   store_hdr_decode(raw, h);
   if (h->magic != STORE_MAGIC)
     return WEFT_ERR(WEFT_ERR_REMOTE,
@@ -272,21 +277,38 @@ weft_result_t store_connect(const net_addr_t *master, const store_identity_t *id
   }
   net_addr_str(master, c->master, sizeof c->master);
   int64_t start = clock_now_ms();
-  res = net_connect(master, timeout_ms, &c->fd);
-  if (res != WEFT_SUCCESS) {
-    res = err_context(res, "store: rank %d cannot reach the master", id->rank);
-    goto fail;
-  }
-  net_tune_stream(c->fd, 0); /* best effort: requests are small and latency-bound */
-  int left = -1;
-  if (timeout_ms >= 0) {
-    left = timeout_ms - (int)(clock_now_ms() - start);
-    if (left < MIN_HELLO_MS) left = MIN_HELLO_MS;
-  }
-  res = hello(c, left);
-  if (res != WEFT_SUCCESS) {
-    res = err_context(res, "store: rank %d joining", id->rank);
-    goto fail;
+  for (;;) {
+    int left = timeout_ms;
+    if (timeout_ms >= 0) {
+      left = timeout_ms - (int)(clock_now_ms() - start);
+      if (left < 0) left = 0;
+    }
+    res = net_connect(master, left, &c->fd);
+    if (res != WEFT_SUCCESS) {
+      res = err_context(res, "store: rank %d cannot reach the master", id->rank);
+      goto fail;
+    }
+    net_tune_stream(c->fd, 0); /* best effort: requests are small and latency-bound */
+    if (timeout_ms >= 0) {
+      left = timeout_ms - (int)(clock_now_ms() - start);
+      if (left < MIN_HELLO_MS) left = MIN_HELLO_MS;
+    }
+    c->answered = 0;
+    res = hello(c, left);
+    if (res == WEFT_SUCCESS) break;
+    /* A master out of descriptors, or shedding strangers, resets a connection before it
+     * answers; it is listening, so try again while the connect timeout lasts. A master that
+     * answered (a refusal, a wrong token) or closed the connection in order is not retried. */
+    int64_t spent = clock_now_ms() - start;
+    if (res != WEFT_ERR_REMOTE || c->answered || !net_last_reset() ||
+        (timeout_ms >= 0 && spent + REJOIN_NAP_MS >= timeout_ms)) {
+      res = err_context(res, "store: rank %d joining", id->rank);
+      goto fail;
+    }
+    close(c->fd);
+    c->fd = -1;
+    struct timespec nap = {0, REJOIN_NAP_MS * 1000000L};
+    nanosleep(&nap, NULL);
   }
   *out = c;
   return WEFT_SUCCESS;

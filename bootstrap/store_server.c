@@ -4,7 +4,17 @@
  * SET/ADD re-checks parked requests, and the loop sleeps no longer than the nearest parked
  * deadline, so one waiting rank never stalls the others. A connection that breaks the protocol
  * (wrong magic, bad lengths, a second request while one is parked) is dropped on its own; the
- * store keeps serving everyone else. */
+ * store keeps serving everyone else.
+ *
+ * Strangers. Anyone who can reach MASTER_PORT can open connections, and an idle one costs a
+ * descriptor. A connection that has not finished its hello (and, with a job token, its AUTH)
+ * within HANDSHAKE_MS of being accepted is closed, and at most PENDING_SPARE + world size of them
+ * are kept at once: the next one accepted closes the oldest (refused ones first, challenged ones
+ * last). A real rank sends its hello right behind its connect, so it is read as it is accepted and
+ * never waits in that queue for long. Greeted connections (ranks) are never closed for this. When
+ * the process runs out of descriptors anyway, the loop closes the oldest un-greeted connection,
+ * or sheds the new one through a reserve descriptor (net_shed_one), and never spins on a
+ * listener it cannot accept from. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +37,13 @@
 
 /* How long a refused client gets to read our answer before we close on it. */
 #define LINGER_MS 2000
+/* How long an accepted connection has to complete its hello (and AUTH): a rank sends its hello
+ * with its connect, and answers the job token's challenge within a round trip. */
+#define HANDSHAKE_MS 2000
+/* Un-greeted connections kept at once, beyond one per rank (which a job's start may have). */
+#define PENDING_SPARE 64
+/* How long the listener is left alone when no descriptor can be freed to accept. */
+#define EXHAUSTED_PAUSE_MS 100
 
 typedef struct {
   int fd;
@@ -38,6 +55,8 @@ typedef struct {
   char peer[NET_ADDR_STRLEN]; /* for the refusal line */
   int closing; /* refused: flush the answer, shut down, wait for EOF or the linger deadline */
   int dead;
+  uint64_t seq;        /* accept order: the oldest un-greeted connection goes first */
+  int64_t hs_deadline; /* the hello (and AUTH) must be done by then */
   /* The request being read. */
   uint8_t hdr_bytes[STORE_HDR_SIZE];
   size_t hdr_got;
@@ -73,6 +92,9 @@ struct store_server {
   char failed_msg[STORE_MAX_FAILURE];
   size_t failed_len;
   int untold; /* greeted connections not yet answered FAILED (atomic: store_server_stop reads) */
+  uint64_t accepted;           /* connections accepted so far: the next one's seq */
+  int reserve_fd;              /* freed to shed a connection when out of descriptors */
+  int64_t listen_paused_until; /* out of descriptors with none to free: until then, or 0 */
 };
 
 /* ---- Replies ------------------------------------------------------------------------------ */
@@ -486,7 +508,7 @@ static void on_readable(store_server_t *s, conn_t *c) {
 }
 
 static void conn_free(conn_t *c) {
-  close(c->fd);
+  if (c->fd >= 0) close(c->fd);
   free(c->body);
   free(c->park_body);
   free(c->out);
@@ -507,7 +529,45 @@ static void unmap_v4(net_addr_t *a) {
   a->len = sizeof in4;
 }
 
+/* Closes with a reset: nothing lingers in TIME_WAIT, and the client knows at once. */
+static void abort_close(int fd) {
+  struct linger lg = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(fd);
+}
+
+/* Closes the un-greeted connection that matters least: refused ones (lingering for their answer)
+ * first, then those not yet challenged for the job token, oldest first. Returns 0 if none. */
+static int drop_pending(store_server_t *s) {
+  conn_t *victim = NULL;
+  int worst = 3;
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn_t *c = s->conns[i];
+    if (c->greeted || c->dead) continue;
+    int order = c->closing ? 0 : c->challenged ? 2 : 1; /* lowest goes first */
+    if (order < worst || (order == worst && c->seq < victim->seq)) {
+      victim = c;
+      worst = order;
+    }
+  }
+  if (!victim) return 0;
+  /* Closed now, not at the next reap: the caller needs the descriptor back at once. A reset
+   * tells a rank that was slow to say hello to connect again (store_connect). */
+  abort_close(victim->fd);
+  victim->fd = -1;
+  victim->dead = 1;
+  return 1;
+}
+
+static size_t pending_count(const store_server_t *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->nconns; i++) n += !s->conns[i]->greeted && !s->conns[i]->dead;
+  return n;
+}
+
 static void accept_all(store_server_t *s) {
+  size_t cap = PENDING_SPARE + (size_t)s->id.world_size;
+  size_t pending = pending_count(s);
   for (;;) {
     net_addr_t from;
     from.len = sizeof from.ss;
@@ -515,29 +575,43 @@ static void accept_all(store_server_t *s) {
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      return; /* EAGAIN, or out of fds: the backlog keeps the rest for later */
+      if (!net_accept_exhausted(errno)) return; /* EAGAIN: nobody else is waiting */
+      /* Out of descriptors: make room at a stranger's expense, never at a rank's. */
+      if (drop_pending(s)) {
+        pending--;
+        continue;
+      }
+      if (!net_shed_one(s->listen_fd, &s->reserve_fd))
+        s->listen_paused_until = clock_now_ms() + EXHAUSTED_PAUSE_MS;
+      return;
     }
     if (s->nconns == s->capconns) {
-      size_t cap = s->capconns ? 2 * s->capconns : 16;
-      conn_t **grown = realloc(s->conns, cap * sizeof *grown);
+      size_t grow = s->capconns ? 2 * s->capconns : 16;
+      conn_t **grown = realloc(s->conns, grow * sizeof *grown);
       if (!grown) {
         close(fd);
         continue;
       }
       s->conns = grown;
-      s->capconns = cap;
+      s->capconns = grow;
     }
     conn_t *c = calloc(1, sizeof *c);
     if (!c) {
       close(fd);
       continue;
     }
+    if (pending >= cap && drop_pending(s)) pending--;
     c->fd = fd;
     c->deadline = -1;
+    c->seq = s->accepted++;
+    c->hs_deadline = clock_now_ms() + HANDSHAKE_MS;
     unmap_v4(&from);
     net_addr_str(&from, c->peer, sizeof c->peer);
     net_tune_stream(fd, 0); /* best effort: small replies should not wait for Nagle */
     s->conns[s->nconns++] = c;
+    /* A rank's hello is already here: read it before more strangers can push it out. */
+    on_readable(s, c);
+    if (!c->greeted && !c->dead) pending++;
   }
 }
 
@@ -550,7 +624,15 @@ static void expire(store_server_t *s, int64_t now) {
   if (s->failed) __atomic_store_n(&s->untold, untold, __ATOMIC_RELEASE);
   for (size_t i = 0; i < s->nconns; i++) {
     conn_t *c = s->conns[i];
-    if (c->dead || c->deadline < 0 || c->deadline > now) continue;
+    if (c->dead) continue;
+    if (!c->greeted && !c->closing && c->hs_deadline <= now) {
+      /* A stranger, or a client too slow to be a rank: its slot is worth more. */
+      abort_close(c->fd);
+      c->fd = -1;
+      c->dead = 1;
+      continue;
+    }
+    if (c->deadline < 0 || c->deadline > now) continue;
     if (c->closing)
       c->dead = 1;
     else if (c->parked)
@@ -570,9 +652,11 @@ static void reap(store_server_t *s) {
 }
 
 static int poll_timeout(const store_server_t *s, int64_t now) {
-  int64_t next = -1;
+  int64_t next = s->listen_paused_until > 0 ? s->listen_paused_until : -1;
   for (size_t i = 0; i < s->nconns; i++) {
-    int64_t d = s->conns[i]->deadline;
+    const conn_t *c = s->conns[i];
+    int64_t d = c->deadline;
+    if (!c->greeted && !c->closing && (d < 0 || c->hs_deadline < d)) d = c->hs_deadline;
     if (d >= 0 && (next < 0 || d < next)) next = d;
   }
   if (next < 0) return -1;
@@ -596,7 +680,9 @@ static void *serve(void *arg) {
     }
     if (!fds) break;
     fds[0] = (struct pollfd){s->wake[0], POLLIN, 0};
-    fds[1] = (struct pollfd){s->listen_fd, POLLIN, 0};
+    if (s->listen_paused_until > 0 && clock_now_ms() >= s->listen_paused_until)
+      s->listen_paused_until = 0;
+    fds[1] = (struct pollfd){s->listen_fd, (short)(s->listen_paused_until ? 0 : POLLIN), 0};
     for (size_t i = 0; i < n; i++) {
       conn_t *c = s->conns[i];
       fds[i + 2] = (struct pollfd){c->fd, (short)(POLLIN | (c->out_len ? POLLOUT : 0)), 0};
@@ -627,6 +713,7 @@ static void server_free(store_server_t *s) {
   if (s->listen_fd >= 0) close(s->listen_fd);
   if (s->wake[0] >= 0) close(s->wake[0]);
   if (s->wake[1] >= 0) close(s->wake[1]);
+  if (s->reserve_fd >= 0) close(s->reserve_fd);
   store_kv_free(s->kv);
   memset(s->token, 0, sizeof s->token);
   free(s);
@@ -651,6 +738,7 @@ weft_result_t store_server_start(int port, const store_identity_t *id, store_ser
     s->id.token = s->token;
   }
   s->listen_fd = s->wake[0] = s->wake[1] = -1;
+  s->reserve_fd = net_reserve_open(); /* best effort: without it, the listener pauses instead */
   /* A large backlog: every rank of a big job connects at the same moment. */
   res = net_listen_any(port, AF_UNSPEC, 4096, &s->listen_fd);
   if (res != WEFT_SUCCESS) {

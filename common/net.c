@@ -516,6 +516,30 @@ weft_result_t net_accept(int listen_fd, int timeout_ms, int *fd) {
   }
 }
 
+int net_reserve_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+int net_accept_exhausted(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+int net_shed_one(int listen_fd, int *reserve) {
+  if (*reserve < 0) {
+    *reserve = net_reserve_open(); /* a slot may have come free since */
+    return 0;
+  }
+  close(*reserve);
+  int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  int shed = fd >= 0;
+  if (shed) {
+    /* Linger 0: a reset tells the client at once, and no TIME_WAIT is left behind. */
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+  }
+  *reserve = net_reserve_open();
+  return shed;
+}
+
 /* ---- Transfers ---------------------------------------------------------------------------- */
 
 /* Waits until fd is ready for `events`; returns 0, or -1 when the deadline passed. */
@@ -529,7 +553,13 @@ static int wait_ready(int fd, short events, int64_t deadline) {
   }
 }
 
+/* The errno of the calling thread's last failed transfer (0: none, or the peer's EOF). */
+static _Thread_local int last_io_errno;
+
+int net_last_reset(void) { return last_io_errno == ECONNRESET || last_io_errno == EPIPE; }
+
 static weft_result_t io_error(const char *op, int fd, int err) {
+  last_io_errno = err;
   char peer[NET_ADDR_STRLEN];
   sock_name(fd, 1, peer, sizeof peer);
   weft_result_t code = (err == EPIPE || err == ECONNRESET) ? WEFT_ERR_REMOTE : WEFT_ERR_SYSTEM;
@@ -540,6 +570,7 @@ weft_result_t net_send_all(int fd, const void *buf, size_t len, int timeout_ms) 
   const char *p = (const char *)buf;
   size_t done = 0;
   int64_t deadline = deadline_after(timeout_ms);
+  last_io_errno = 0;
   while (done < len) {
     /* MSG_DONTWAIT on every call makes blocking fds obey the deadline too. */
     ssize_t n = send(fd, p + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -567,6 +598,7 @@ weft_result_t net_recv_all(int fd, void *buf, size_t len, int timeout_ms) {
   char *p = (char *)buf;
   size_t done = 0;
   int64_t deadline = deadline_after(timeout_ms);
+  last_io_errno = 0;
   while (done < len) {
     ssize_t n = recv(fd, p + done, len - done, MSG_DONTWAIT);
     if (n > 0) {

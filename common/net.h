@@ -56,10 +56,25 @@ weft_result_t net_connect_listening(const net_addr_t *addr, int timeout_ms, int 
 /* Accepts one connection (blocking fd); WEFT_ERR_TIMEOUT after timeout_ms. */
 weft_result_t net_accept(int listen_fd, int timeout_ms, int *fd);
 
+/* Out of descriptors (EMFILE/ENFILE), a nonblocking listener stays readable and a poll loop that
+ * cannot accept spins. A server keeps one reserve descriptor (net_reserve_open: /dev/null, or -1)
+ * and, with nothing of its own to close, sheds the waiting connection: net_shed_one closes the
+ * reserve, accepts and closes one connection, and reopens the reserve. Returns 1 when it shed
+ * one, 0 when it could not (no reserve, or another thread took the freed slot): the caller then
+ * stops polling the listener for a moment instead. */
+int net_reserve_open(void);
+int net_shed_one(int listen_fd, int *reserve);
+/* The errors of accept() that mean "out of descriptors or memory", not "nothing to accept". */
+int net_accept_exhausted(int err);
+
 /* Transfer exactly len bytes on a blocking or nonblocking fd; timeout_ms bounds the whole call.
  * A peer that closes or resets gives WEFT_ERR_REMOTE. */
 weft_result_t net_send_all(int fd, const void *buf, size_t len, int timeout_ms);
 weft_result_t net_recv_all(int fd, void *buf, size_t len, int timeout_ms);
+/* 1 when the calling thread's last net_send_all/net_recv_all failed because the peer reset the
+ * connection (ECONNRESET, or EPIPE after a reset), not because it closed it or went silent: a
+ * server sheds a connection it cannot serve with a reset (net_shed_one). */
+int net_last_reset(void);
 
 weft_result_t net_set_nonblocking(int fd, int on);
 /* TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF = bufbytes when bufbytes > 0. */

@@ -3,11 +3,12 @@
  * Connection setup. The lower rank of a pair connects (WEFT_NSOCKS sockets, called lanes) and
  * sends a hello on each; the higher rank accepts. A rank waiting for its own connections keeps
  * accepting and acknowledging everyone else's, stashing them until their owner asks, so ranks may
- * connect to their peers in any order without deadlock. The hello carries a magic number, the
- * protocol version, the communicator id and both ranks: a stray client, another job or another
- * communicator is refused with a reason instead of being mistaken for a peer. With a job token
- * (WEFT_JOB_TOKEN) both ends also prove that they know it before a socket counts as a peer's
- * (tcp_wire.h); a stranger is refused with a line on this rank's stderr.
+ * connect to their peers in any order without deadlock. The acceptor (tcp_accept.c) serves every
+ * handshake at once with a deadline and a cap, so a silent stranger cannot hold up a peer. The
+ * hello carries a magic number, the protocol version, the communicator id and both ranks: a stray
+ * client, another job or another communicator is refused with a reason instead of being mistaken
+ * for a peer. With a job token (WEFT_JOB_TOKEN) both ends also prove that they know it before a
+ * socket counts as a peer's (tcp_wire.h); a stranger is refused with a line on this rank's stderr.
  *
  * What the token does not cover: after the handshake the bytes are neither encrypted nor
  * authenticated, so someone who can read or inject on the network path can still see or alter a
@@ -34,6 +35,7 @@
 #include "common/hmac.h"
 #include "common/net.h"
 #include "common/spin.h"
+#include "transport/tcp_accept.h"
 #include "transport/tcp_wire.h"
 #include "transport/transport.h"
 
@@ -70,9 +72,7 @@ typedef struct tcp_transport {
   int rank, nranks, nlanes;
   uint64_t comm_id;
   const weft_config_t *cfg;
-  int listen_fd;
-  net_addr_t listen_addr;
-  int *stash; /* nranks * nlanes accepted fds not yet claimed by connect(), -1 when empty */
+  tcp_acceptor_t *acc; /* the listening socket and the peers' checked sockets not yet claimed */
 } tcp_transport_t;
 
 static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) {
@@ -84,135 +84,29 @@ static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) 
   t->nlanes = p->config->nsocks;
   t->comm_id = p->comm_id;
   t->cfg = p->config;
-  t->listen_fd = -1;
-  weft_result_t res;
-  t->stash = malloc(sizeof(int) * (size_t)p->nranks * (size_t)t->nlanes);
-  if (!t->stash) {
-    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
-    goto fail;
-  }
-  for (int i = 0; i < p->nranks * t->nlanes; i++) t->stash[i] = -1;
   /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
   net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
   net_addr_set_port(&addr, 0);
-  WEFT_CHECK_GOTO(net_listen(&addr, 4 * p->nranks * t->nlanes + 16, &t->listen_fd, &t->listen_addr),
-                  res, fail);
+  weft_result_t res = tcp_acceptor_new(&addr, p->rank, p->nranks, t->nlanes, p->comm_id,
+                                       p->config->job_token, &t->acc);
+  if (res != WEFT_SUCCESS) {
+    free(t);
+    return err_context(res, "rank %d: tcp transport", p->rank);
+  }
   *out = &t->base;
   return WEFT_SUCCESS;
-fail:
-  free(t->stash);
-  free(t);
-  return err_context(res, "rank %d: tcp transport", p->rank);
 }
 
 static void tcp_local_addr(const transport_t *base, void *blob) {
   const tcp_transport_t *t = (const tcp_transport_t *)base;
-  memcpy(blob, &t->listen_addr, sizeof t->listen_addr);
+  memcpy(blob, tcp_acceptor_addr(t->acc), sizeof(net_addr_t));
 }
 
 static void tcp_destroy(transport_t *base) {
   tcp_transport_t *t = (tcp_transport_t *)base;
   if (!t) return;
-  for (int i = 0; i < t->nranks * t->nlanes; i++)
-    if (t->stash[i] >= 0) close(t->stash[i]);
-  if (t->listen_fd >= 0) close(t->listen_fd);
-  free(t->stash);
+  tcp_acceptor_free(t->acc);
   free(t);
-}
-
-/* A connection refused for the job token is said on this rank's stderr, not only with WEFT_DEBUG:
- * someone without the token reached this rank's port, and whoever runs the job should see it. */
-static void log_refusal(const tcp_transport_t *t, int fd, const char *why) {
-  char me[NET_ADDR_STRLEN], them[NET_ADDR_STRLEN] = "an unknown address";
-  net_addr_t from;
-  from.len = sizeof from.ss;
-  if (getpeername(fd, (struct sockaddr *)&from.ss, &from.len) == 0)
-    net_addr_str(&from, them, sizeof them);
-  net_addr_str(&t->listen_addr, me, sizeof me);
-  fprintf(stderr, "weft rank %d (listening at %s): refused a connection from %s: %s\n", t->rank,
-          me, them, why);
-}
-
-/* With a job token: challenge the connector with a fresh nonce and our proof, then check its
- * proof (tcp_wire.h). Returns 1 when it knows the token. */
-static int challenge(tcp_transport_t *t, int fd, const unsigned char *raw, const tcp_hello_t *h) {
-  unsigned char ack[TCP_ACK_BYTES + TCP_PROVE_BYTES], proof[TCP_PROOF_BYTES];
-  unsigned char *ns = ack + TCP_ACK_BYTES, want[TCP_MAC_BYTES];
-  if (hmac_random(ns, TCP_NONCE_BYTES) != 0) return 0; /* no fresh nonce, no handshake */
-  tcp_ack_encode(ack, TCP_ACK_PROVE);
-  hmac_challenge(t->cfg->job_token, HMAC_LABEL_ACCEPT, raw, TCP_HELLO_CONTEXT, h->nonce, ns,
-                 ns + TCP_NONCE_BYTES);
-  if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS) return 0;
-  /* The connector answers as soon as it reads our ack; one that does not is not a peer. */
-  if (net_recv_all(fd, proof, sizeof proof, 5000) != WEFT_SUCCESS) {
-    log_refusal(t, fd, "no proof of the job token within 5 s");
-    return 0;
-  }
-  hmac_challenge(t->cfg->job_token, HMAC_LABEL_CONNECT, raw, TCP_HELLO_CONTEXT, h->nonce, ns, want);
-  int32_t status = tcp_ack_decode(proof);
-  if (status == TCP_ACK_OK && hmac_equal(want, proof + 8, sizeof want)) return 1;
-  log_refusal(t, fd,
-              status == TCP_ACK_BAD_TOKEN ? "wrong job token (it found this rank's proof wrong)"
-                                          : "wrong job token");
-  return 0;
-}
-
-/* Accepts one connection, reads its hello and acknowledges it; a valid one (with a job token: one
- * that proved it knows the token) is stashed for its owner. Garbage and foreign connections are
- * refused and dropped: they are not this rank's error. */
-static weft_result_t accept_one(tcp_transport_t *t, int timeout_ms) {
-  int fd;
-  WEFT_CHECK(net_accept(t->listen_fd, timeout_ms, &fd));
-  tcp_hello_t hello;
-  unsigned char raw[TCP_HELLO_BYTES];
-  unsigned char ack[TCP_ACK_BYTES];
-  /* A peer sends its hello right after connecting; a client that does not is not a peer. The
-   * version comes first, so that another version (whose hello may be shorter) is told at once. */
-  if (net_recv_all(fd, raw, TCP_HELLO_PREFIX, 5000) != WEFT_SUCCESS) {
-    close(fd);
-    return WEFT_SUCCESS;
-  }
-  int64_t version = tcp_hello_version(raw);
-  if (version < 0) {
-    close(fd);
-    return WEFT_SUCCESS;
-  }
-  if (version != TCP_WIRE_VERSION) {
-    tcp_ack_encode(ack, TCP_ACK_VERSION);
-    (void)net_send_all(fd, ack, sizeof ack, 5000);
-    close(fd);
-    return WEFT_SUCCESS;
-  }
-  if (net_recv_all(fd, raw + TCP_HELLO_PREFIX, sizeof raw - TCP_HELLO_PREFIX, 5000) !=
-      WEFT_SUCCESS) {
-    close(fd);
-    return WEFT_SUCCESS;
-  }
-  int32_t status = tcp_hello_decode(raw, &hello, t->comm_id, t->rank, t->nranks, t->nlanes);
-  int token = t->cfg->job_token[0] != '\0';
-  /* The token first: without it a stranger learns nothing but that one is required. */
-  if (token && !hello.has_token) {
-    log_refusal(t, fd, "no job token (this job requires WEFT_JOB_TOKEN)");
-    status = TCP_ACK_NO_TOKEN;
-  } else if (!token && hello.has_token) {
-    log_refusal(t, fd, "it has a job token but this rank has none (set WEFT_JOB_TOKEN on every "
-                       "rank or on none)");
-    status = TCP_ACK_UNEXPECTED_TOKEN;
-  }
-  if (status != TCP_ACK_OK || !token) {
-    tcp_ack_encode(ack, status);
-    if (net_send_all(fd, ack, sizeof ack, 5000) != WEFT_SUCCESS || status != TCP_ACK_OK) {
-      close(fd);
-      return WEFT_SUCCESS;
-    }
-  } else if (!challenge(t, fd, raw, &hello)) {
-    close(fd);
-    return WEFT_SUCCESS;
-  }
-  int *slot = &t->stash[hello.from_rank * t->nlanes + hello.lane];
-  if (*slot >= 0) close(*slot); /* a reconnect replaces a stale socket */
-  *slot = fd;
-  return WEFT_SUCCESS;
 }
 
 static weft_result_t conn_alloc(tcp_transport_t *t, int peer, tcp_conn_t **out) {
@@ -291,11 +185,9 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
                         "no handshake answer from rank %d at %s within %d ms (is it stopped or "
                         "stuck?)",
                         c->base.peer, where, bound_ms);
-      struct pollfd pfd[2] = {{c->lanes[lane].fd, POLLIN, 0}, {t->listen_fd, POLLIN, 0}};
-      int n = poll(pfd, 2, left < 100 ? left : 100);
-      if (n < 0 && errno != EINTR) return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
-      if (n > 0 && pfd[1].revents) WEFT_CHECK(accept_one(t, 1000));
-      if (n > 0 && pfd[0].revents) {
+      short ready = 0;
+      WEFT_CHECK(tcp_acceptor_wait(t->acc, c->lanes[lane].fd, left < 100 ? left : 100, &ready));
+      if (ready) {
         /* Never more than this step needs: without a token the acceptor may send its first
          * message right behind the ack, and those bytes belong to the connection's stream. */
         ssize_t r = recv(c->lanes[lane].fd, ack + got, need - got, 0);
@@ -332,10 +224,8 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
 /* The higher rank's side: accept until every lane from `peer` is stashed, then claim them. */
 static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t deadline,
                                      int bound_ms) {
-  int *slots = &t->stash[c->base.peer * t->nlanes];
   for (;;) {
-    int have = 0;
-    for (int lane = 0; lane < c->nlanes; lane++) have += slots[lane] >= 0;
+    int have = tcp_acceptor_arrived(t->acc, c->base.peer);
     if (have == c->nlanes) break;
     int left = (int)(deadline - clock_now_ms());
     if (left <= 0)
@@ -343,14 +233,10 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
                       "rank %d did not connect within %d ms (%d of %d sockets "
                       "arrived; is it running, and can it reach this host?)",
                       c->base.peer, bound_ms, have, c->nlanes);
-    weft_result_t res = accept_one(t, left);
-    if (res == WEFT_ERR_TIMEOUT) continue; /* the loop reports it with the peer's rank */
-    WEFT_CHECK(res);
+    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, left, NULL));
   }
-  for (int lane = 0; lane < c->nlanes; lane++) {
-    c->lanes[lane].fd = slots[lane];
-    slots[lane] = -1;
-  }
+  for (int lane = 0; lane < c->nlanes; lane++)
+    c->lanes[lane].fd = tcp_acceptor_take(t->acc, c->base.peer, lane);
   return WEFT_SUCCESS;
 }
 
