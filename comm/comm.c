@@ -263,6 +263,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
       continue;
     }
     WEFT_CHECK(res);
+    c->transports[k]->aborted = &c->aborted;
     t->local_addr(c->transports[k], mine->addr[k]);
   }
   boot_host_id(mine->host_id, sizeof mine->host_id);

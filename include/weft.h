@@ -14,10 +14,11 @@
  *    a time, since every rank must issue them in the same order; a second thread that calls one
  *    while another is inside gets WEFT_ERR_INVALID_ARGUMENT naming the call in progress;
  *  - weft_comm_abort may be called from any thread at any time: a call blocked on the
- *    communicator in another thread returns WEFT_ERR_ABORTED within about 0.2 s (one wait slice;
- *    a call that is connecting to a peer for the first time returns when that connect ends,
- *    within WEFT_TIMEOUT_MS), queued operations fail with WEFT_ERR_ABORTED without running, and
- *    nothing is freed until every call has left;
+ *    communicator in another thread returns WEFT_ERR_ABORTED within about 0.2 s (one wait slice
+ *    of a collective, or of a connect to a peer met for the first time; split, dup and shrink
+ *    set up their new communicator within WEFT_TIMEOUT_MS, and a stream call waiting for its
+ *    inputs on the progress thread within that too), queued operations fail with
+ *    WEFT_ERR_ABORTED without running, and nothing is freed until every call has left;
  *  - weft_comm_rank, _size, _local_rank, _local_size and weft_comm_get_async_error may be called
  *    from any thread, alongside a running call;
  *  - weft_comm_destroy while another thread is inside a call is refused

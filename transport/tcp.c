@@ -185,6 +185,10 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
                         "no handshake answer from rank %d at %s within %d ms (is it stopped or "
                         "stuck?)",
                         c->base.peer, where, bound_ms);
+      if (transport_aborted(&t->base))
+        return WEFT_ERR(WEFT_ERR_ABORTED,
+                        "the communicator was aborted while connecting to rank %d at %s",
+                        c->base.peer, where);
       short ready = 0;
       WEFT_CHECK(tcp_acceptor_wait(t->acc, c->lanes[lane].fd, left < 100 ? left : 100, &ready));
       if (ready) {
@@ -233,7 +237,12 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
                       "rank %d did not connect within %d ms (%d of %d sockets "
                       "arrived; is it running, and can it reach this host?)",
                       c->base.peer, bound_ms, have, c->nlanes);
-    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, left, NULL));
+    if (transport_aborted(&t->base))
+      return WEFT_ERR(WEFT_ERR_ABORTED,
+                      "the communicator was aborted while waiting for rank %d to connect",
+                      c->base.peer);
+    /* In slices, to see an abort from another thread soon. */
+    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, left < 100 ? left : 100, NULL));
   }
   for (int lane = 0; lane < c->nlanes; lane++)
     c->lanes[lane].fd = tcp_acceptor_take(t->acc, c->base.peer, lane);

@@ -117,7 +117,15 @@ struct transport {
   int peers_listening;
   /* Set by the communicator before destroy() in an abortive teardown: do not wait for peers. */
   int aborting;
+  /* The communicator's abort flag (comm.h), set by weft_comm_abort on another thread: a connect
+   * in progress gives up with WEFT_ERR_ABORTED instead of waiting out its bound. NULL: never. */
+  const int *aborted;
 };
+
+/* Whether the communicator that owns `t` was aborted (see transport.aborted). */
+static inline int transport_aborted(const transport_t *t) {
+  return t->aborted && __atomic_load_n(t->aborted, __ATOMIC_ACQUIRE);
+}
 
 /* The transports this build has. */
 extern const transport_ops_t tcp_transport_ops;

@@ -160,6 +160,53 @@ TEST(Abort, FailsQueuedRequests) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// An abort while a call is still connecting to a peer it meets for the first time (weft connects
+// the ring at init and other peers on first use): over TCP, rank 0 opens the connection to rank 2
+// and waits for its answer (up to 5 s), rank 3 waits for rank 1 to connect (up to
+// WEFT_TIMEOUT_MS); neither peer is in a call. Each gives up within the bound when aborted.
+TEST(Abort, DuringAConnectOnFirstUse) {
+  setenv("WEFT_TIMEOUT_MS", "30000", 1);
+  setenv("WEFT_TRANSPORT", "tcp", 1);
+  auto results = mp_run(
+      4,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (rank == 1 || rank == 2) {
+          usleep(2000 * 1000);
+          weft_comm_abort(comm);
+          return "";
+        }
+        std::vector<float> buf(16, 1.0f);
+        weft_result_t call_res = WEFT_SUCCESS;
+        std::string call_msg;
+        std::atomic<int> state{0};
+        std::thread caller([&] {
+          state = 1;
+          call_res = rank == 0 ? weft_send(buf.data(), buf.size(), WEFT_FLOAT32, 2, comm, nullptr)
+                               : weft_recv(buf.data(), buf.size(), WEFT_FLOAT32, 1, comm, nullptr);
+          call_msg = weft_last_error();
+          state = 2;
+        });
+        while (state == 0) usleep(1000);
+        usleep(300 * 1000);
+        double t0 = now_s();
+        weft_result_t ab = weft_comm_abort(comm);
+        double took = now_s() - t0;
+        caller.join();
+        if (ab != WEFT_SUCCESS) return where(rank) + "abort: " + weft_last_error();
+        if (call_res != WEFT_ERR_ABORTED || !contains(call_msg, "aborted"))
+          return where(rank) + "the connecting call returned " + weft_result_string(call_res) +
+                 ": " + call_msg;
+        if (took > 1.0) return where(rank) + "the abort took " + std::to_string(took) + " s";
+        return "";
+      },
+      60000);
+  unsetenv("WEFT_TRANSPORT");
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 // Two threads of one rank running calls on one communicator: the second is refused, naming the
 // call the first is in, instead of interleaving their messages.
 TEST(Threads, SecondRunningCallIsRefused) {
