@@ -1,0 +1,317 @@
+/* init.c -- the NCCL front end's communicators: unique ids, init (ncclCommInitRank, ...Config,
+ * ...All, ...Scalable), split, shrink, finalize, destroy, abort and the queries, on weft's
+ * weft_comm_init, weft_comm_split, weft_comm_shrink and friends.
+ *
+ * A unique id names weft's rendezvous: the host and port that rank 0's weft_comm_init serves,
+ * and a fresh random nonce so that two ids are never equal. ncclGetUniqueId picks this host's
+ * address (WEFT_SOCKET_IFNAME or NCCL_SOCKET_IFNAME choose the interface, else the first that
+ * is up and not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
+ * instead. So rank 0 must run on the host that made the id, as it does in torch and in NCCL's
+ * examples; the port is only reserved once rank 0 joins (another program may take it first). */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nccl/nccl_internal.h"
+
+/* How weft lays out the 128 bytes of ncclUniqueId. */
+#define ID_MAGIC "weft-id1"
+typedef struct {
+  char magic[8];
+  uint64_t nonce;
+  int32_t port;
+  char host[NCCL_UNIQUE_ID_BYTES - 20];
+} weft_id_t;
+_Static_assert(sizeof(weft_id_t) <= sizeof(ncclUniqueId), "weft's id must fit NCCL's");
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+/* This host's IPv4 address on the interface named by WEFT_SOCKET_IFNAME or NCCL_SOCKET_IFNAME
+ * (a prefix), else the first that is up and not loopback, else 127.0.0.1. */
+static void local_host(char *out, size_t cap) {
+  const char *want = getenv("WEFT_SOCKET_IFNAME");
+  if (!want || !*want) want = getenv("NCCL_SOCKET_IFNAME");
+  snprintf(out, cap, "127.0.0.1");
+  struct ifaddrs *list = NULL;
+  if (getifaddrs(&list) != 0) return;
+  for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+    if (want && *want ? strncmp(i->ifa_name, want, strlen(want)) != 0
+                      : (i->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out, (socklen_t)cap);
+    break;
+  }
+  freeifaddrs(list);
+}
+
+NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId *uniqueId) {
+  if (!uniqueId) return nccl_fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  weft_id_t id;
+  memset(&id, 0, sizeof id);
+  memcpy(id.magic, ID_MAGIC, sizeof id.magic);
+  if (getrandom(&id.nonce, sizeof id.nonce, 0) != (ssize_t)sizeof id.nonce)
+    return nccl_fail(ncclSystemError, "ncclGetUniqueId: getrandom failed");
+  const char *env = getenv("NCCL_COMM_ID");
+  if (env && *env) {
+    /* host:port, or [v6]:port; the last colon separates the port. */
+    const char *colon = strrchr(env, ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    size_t hl = colon ? (size_t)(colon - env) : 0;
+    if (hl >= 2 && env[0] == '[' && env[hl - 1] == ']') env++, hl -= 2;
+    if (!colon || port <= 0 || port > 65535 || hl == 0 || hl >= sizeof id.host)
+      return nccl_fail(ncclInvalidArgument, "NCCL_COMM_ID='%s' is not host:port",
+                       getenv("NCCL_COMM_ID"));
+    memcpy(id.host, env, hl);
+    id.port = port;
+  } else {
+    local_host(id.host, sizeof id.host);
+    id.port = free_port();
+    if (id.port <= 0) return nccl_fail(ncclSystemError, "ncclGetUniqueId: found no free port");
+  }
+  memset(uniqueId, 0, sizeof *uniqueId);
+  memcpy(uniqueId, &id, sizeof id);
+  return ncclSuccess;
+}
+
+static int current_cuda_device(void) {
+  int (*get)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaGetDevice");
+  int dev = 0;
+  if (!get || get(&dev) != 0) dev = 0;
+  return dev;
+}
+
+/* Reads what the caller's config declares, never past its `size` and never writing to it.
+ * NULL stands for the defaults. */
+static ncclResult_t read_config(const ncclConfig_t *cfg, const char *call) {
+  if (!cfg) return ncclSuccess;
+  size_t size;
+  unsigned magic, version;
+  memcpy(&size, cfg, sizeof size);
+  if (size < offsetof(ncclConfig_t, blocking))
+    return nccl_fail(ncclInvalidArgument, "%s: config size %zu is too small", call, size);
+  memcpy(&magic, (const char *)cfg + offsetof(ncclConfig_t, magic), sizeof magic);
+  memcpy(&version, (const char *)cfg + offsetof(ncclConfig_t, version), sizeof version);
+  if (magic != NCCL_API_MAGIC)
+    return nccl_fail(ncclInvalidArgument,
+                     "%s: config magic 0x%x is not 0x%x: initialize it with "
+                     "NCCL_CONFIG_INITIALIZER",
+                     call, magic, NCCL_API_MAGIC);
+  if (version < (unsigned)NCCL_VERSION(2, 14, 0))
+    return nccl_fail(ncclInvalidArgument, "%s: config version %u is older than any config",
+                     call, version);
+  /* Every option tunes NCCL's kernels or channels, which weft has not: blocking = 0 is honoured
+   * by completing each call before it returns (ncclSuccess, which a nonblocking caller accepts
+   * as well as ncclInProgress), and the others leave nothing to do. */
+  return ncclSuccess;
+}
+
+static ncclResult_t wrap(weft_comm_t *w, struct ncclComm **out) {
+  struct ncclComm *c = calloc(1, sizeof *c);
+  if (!c) {
+    weft_comm_destroy(w);
+    return nccl_fail(ncclSystemError, "out of memory for a communicator");
+  }
+  c->magic = NCCL_COMM_MAGIC;
+  c->w = w;
+  weft_comm_rank(w, &c->rank);
+  weft_comm_size(w, &c->nranks);
+  c->cuda_dev = current_cuda_device();
+  *out = c;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t *comm, int nranks, ncclUniqueId commId,
+         int rank, ncclConfig_t *config) {
+  static const char call[] = "ncclCommInitRankConfig";
+  if (!comm) return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", call);
+  *comm = NULL;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return nccl_fail(ncclInvalidArgument, "%s: rank %d of %d ranks", call, rank, nranks);
+  ncclResult_t res = read_config(config, call);
+  if (res != ncclSuccess) return res;
+  weft_id_t id;
+  memcpy(&id, &commId, sizeof id);
+  id.host[sizeof id.host - 1] = '\0';
+  if (memcmp(id.magic, ID_MAGIC, sizeof id.magic) != 0)
+    return nccl_fail(ncclInvalidArgument, "%s: the unique id was not made by ncclGetUniqueId", call);
+  weft_comm_t *w = NULL;
+  weft_result_t r = weft_comm_init(&w, nranks, rank, id.host, id.port);
+  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  return wrap(w, comm);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t *comm, int nranks, ncclUniqueId commId,
+         int rank) {
+  return pncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
+}
+
+/* weft has one rendezvous, so the first of the ids serves (NCCL spreads the bootstrap over all
+ * of them); every rank passes the same list. */
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t *newcomm, int nranks, int myrank,
+         int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
+  if (nId < 1 || !commIds)
+    return nccl_fail(ncclInvalidArgument, "ncclCommInitRankScalable: %d ids at %p", nId,
+                     (void *)commIds);
+  return pncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+}
+
+/* ncclCommInitAll: one process, ndev ranks, one thread per rank (each init blocks until all
+ * have joined). Rank i runs on devlist[i] (or device i) where a CUDA runtime is loaded. */
+typedef struct {
+  ncclComm_t *comm;
+  int ndev, rank, dev;
+  ncclUniqueId id;
+  ncclResult_t res;
+  char err[256];
+} init_all_arg_t;
+
+static void *init_all_rank(void *p) {
+  init_all_arg_t *a = p;
+  int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudaSetDevice");
+  if (set) set(a->dev);
+  a->res = pncclCommInitRank(a->comm, a->ndev, a->id, a->rank);
+  if (a->res != ncclSuccess) snprintf(a->err, sizeof a->err, "%s", pncclGetLastError(NULL));
+  return NULL;
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comm, int ndev, const int *devlist) {
+  if (!comm || ndev < 1)
+    return nccl_fail(ncclInvalidArgument, "ncclCommInitAll: comm %p, ndev %d", (void *)comm, ndev);
+  ncclUniqueId id;
+  ncclResult_t res = pncclGetUniqueId(&id);
+  if (res != ncclSuccess) return res;
+  init_all_arg_t *args = calloc((size_t)ndev, sizeof *args);
+  pthread_t *th = calloc((size_t)ndev, sizeof *th);
+  if (!args || !th) {
+    free(args);
+    free(th);
+    return nccl_fail(ncclSystemError, "ncclCommInitAll: out of memory");
+  }
+  int started = 0;
+  for (int i = 0; i < ndev; i++) {
+    args[i] = (init_all_arg_t){.comm = &comm[i], .ndev = ndev, .rank = i,
+                               .dev = devlist ? devlist[i] : i, .id = id};
+    if (pthread_create(&th[i], NULL, init_all_rank, &args[i]) != 0) break;
+    started++;
+  }
+  res = ncclSuccess;
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < started && res == ncclSuccess; i++)
+    if (args[i].res != ncclSuccess) res = nccl_fail(args[i].res, "%s", args[i].err + 6);
+  if (res == ncclSuccess && started < ndev)
+    res = nccl_fail(ncclSystemError, "ncclCommInitAll: could not start %d threads", ndev);
+  if (res != ncclSuccess)
+    for (int i = 0; i < started; i++)
+      if (args[i].res == ncclSuccess && comm[i]) pncclCommAbort(comm[i]), comm[i] = NULL;
+  free(args);
+  free(th);
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+         ncclConfig_t *config) {
+  ncclResult_t res = nccl_check_comm(comm, "ncclCommSplit");
+  if (res != ncclSuccess) return res;
+  if (!newcomm) return nccl_fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  *newcomm = NULL;
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+    return nccl_fail(ncclInvalidArgument, "ncclCommSplit: color %d is negative", color);
+  if ((res = read_config(config, "ncclCommSplit")) != ncclSuccess) return res;
+  weft_comm_t *w = NULL;
+  weft_result_t r = weft_comm_split(comm->w, color < 0 ? WEFT_SPLIT_NOCOLOR : color, key, &w);
+  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  return w ? wrap(w, newcomm) : ncclSuccess;
+}
+
+/* NCCL_SHRINK_ABORT needs nothing more: weft_comm_shrink uses none of the parent's connections,
+ * so operations still pending on the parent cannot hold it up. */
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
+         int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  (void)shrinkFlags;
+  ncclResult_t res = nccl_check_comm(comm, "ncclCommShrink");
+  if (res != ncclSuccess) return res;
+  if (!newcomm) return nccl_fail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+  *newcomm = NULL;
+  if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
+    return nccl_fail(ncclInvalidArgument, "ncclCommShrink: %d excluded ranks at %p",
+                     excludeRanksCount, (void *)excludeRanksList);
+  if ((res = read_config(config, "ncclCommShrink")) != ncclSuccess) return res;
+  weft_comm_t *w = NULL;
+  weft_result_t r = weft_comm_shrink(comm->w, excludeRanksList, excludeRanksCount, &w);
+  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  return wrap(w, newcomm);
+}
+
+/* weft runs every operation before the call (or the stream work) that issued it completes, so
+ * there is nothing left to flush; the communicator is still destroyed with ncclCommDestroy. */
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  return nccl_check_comm(comm, "ncclCommFinalize");
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  if (comm->magic == NCCL_COMM_DEAD) return ncclSuccess; /* destroy after abort */
+  ncclResult_t res = nccl_check_comm(comm, "ncclCommDestroy");
+  if (res != ncclSuccess) return res;
+  weft_result_t r = weft_comm_destroy(comm->w);
+  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  comm->magic = 0;
+  free(comm);
+  return ncclSuccess;
+}
+
+/* Safe from any thread while another is inside a call on comm (torch's watchdog does this), so
+ * the few bytes of the wrapper stay: the other thread may still read it. weft_comm_abort frees
+ * the communicator once every call has left it. */
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  if (!comm || comm->magic == NCCL_COMM_DEAD) return ncclSuccess;
+  ncclResult_t res = nccl_check_comm(comm, "ncclCommAbort");
+  if (res != ncclSuccess) return res;
+  comm->magic = NCCL_COMM_DEAD;
+  return nccl_from_weft(weft_comm_abort(comm->w));
+}
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t *asyncError) {
+  ncclResult_t res = nccl_check_comm(comm, "ncclCommGetAsyncError");
+  if (res != ncclSuccess) return res;
+  if (!asyncError)
+    return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  weft_result_t async = WEFT_SUCCESS;
+  weft_result_t r = weft_comm_get_async_error(comm->w, &async);
+  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  *asyncError = nccl_from_weft(async);
+  return ncclSuccess;
+}
+
+#define QUERY(name, field)                                                      \
+  NCCL_API(ncclResult_t, name, const ncclComm_t comm, int *out) {               \
+    ncclResult_t res = nccl_check_comm(comm, #name);                            \
+    if (res != ncclSuccess) return res;                                         \
+    if (!out) return nccl_fail(ncclInvalidArgument, "%s: output is NULL", #name); \
+    *out = comm->field;                                                         \
+    return ncclSuccess;                                                         \
+  }
+QUERY(ncclCommCount, nranks)
+QUERY(ncclCommUserRank, rank)
+QUERY(ncclCommCuDevice, cuda_dev)

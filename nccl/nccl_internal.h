@@ -1,0 +1,43 @@
+/* nccl_internal.h -- internal to nccl/: the communicator wrapper, the export macro and the
+ * translations between NCCL's names and codes and weft's, shared by the front end's files. */
+#ifndef WEFT_NCCL_NCCL_INTERNAL_H_
+#define WEFT_NCCL_NCCL_INTERNAL_H_
+
+#include "include/weft.h"
+#include "nccl/nccl.h"
+
+/* Defines pncclX, the one definition, and makes ncclX a weak alias of it: NCCL's export scheme,
+ * so that a profiler or shim may define ncclX itself and call through to pncclX. The body
+ * follows the macro: NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t c, int *n) { ... } */
+#define NCCL_API(ret, name, ...)                                                          \
+  ret name(__VA_ARGS__) __attribute__((weak, alias("p" #name), visibility("default"))); \
+  __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)
+
+/* What an ncclComm_t points to: weft's communicator and what NCCL's queries answer. */
+#define NCCL_COMM_MAGIC 0x6e63636cu /* "nccl" */
+#define NCCL_COMM_DEAD 0xdeadc0deu  /* aborted: the wrapper stays, its communicator is gone */
+struct ncclComm {
+  unsigned magic;
+  weft_comm_t *w;
+  int rank, nranks;
+  int cuda_dev; /* the CUDA device current at init, or 0 without a CUDA runtime */
+};
+
+/* errors.c */
+/* Sets this thread's last error ("weft: " and the message) and returns `code`. */
+ncclResult_t nccl_fail(ncclResult_t code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Translates a weft result; on failure the last error becomes "weft: <weft_last_error()>". */
+ncclResult_t nccl_from_weft(weft_result_t r);
+/* Checks a communicator handle: NULL, never made, destroyed or aborted give ncclInvalidArgument
+ * (ncclInvalidUsage for aborted) with a message naming `call`. */
+ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call);
+ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call);
+ncclResult_t nccl_op(ncclRedOp_t op, weft_op_t *out, const char *call);
+
+/* group.c */
+/* Runs `call` on c now, or queues it when this thread is inside ncclGroupStart/End. */
+ncclResult_t nccl_issue(struct ncclComm *c, const weft_call_t *call, const weft_p2p_op_t *p2p,
+                        cudaStream_t stream);
+
+#endif /* WEFT_NCCL_NCCL_INTERNAL_H_ */
