@@ -4,7 +4,8 @@
  *
  * Written for weft from the published API facts; tests/nccl/abi_test compiles one probe against
  * this file and against NVIDIA's header and compares every size, offset and constant both have.
- * What each call does under weft (implemented, a no-op, refused) is in nccl/README.md.
+ * What each call does under weft (implemented, a no-op, refused) is in README.md, section
+ * "NCCL front end".
  */
 #ifndef WEFT_NCCL_H_
 #define WEFT_NCCL_H_
