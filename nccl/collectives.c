@@ -8,15 +8,15 @@ static ncclResult_t coll(const char *name, weft_coll_t kind, const void *sendbuf
                          size_t count, ncclDataType_t datatype, int has_op, ncclRedOp_t op,
                          int root, ncclComm_t comm, cudaStream_t stream) {
   ncclResult_t res = nccl_check_comm(comm, name);
-  if (res != ncclSuccess) return res;
+  if (res != ncclSuccess) return nccl_refused(res);
   weft_call_t call = {.coll = kind,
                       .sendbuf = sendbuff,
                       .recvbuf = recvbuff,
                       .count = count,
                       .root = root,
                       .algo = WEFT_ALGO_AUTO};
-  if ((res = nccl_dtype(datatype, &call.dtype, name)) != ncclSuccess) return res;
-  if (has_op && (res = nccl_op(op, &call.op, name)) != ncclSuccess) return res;
+  if ((res = nccl_dtype(datatype, &call.dtype, name)) != ncclSuccess) return nccl_refused(res);
+  if (has_op && (res = nccl_op(op, &call.op, name)) != ncclSuccess) return nccl_refused(res);
   return nccl_issue(comm, &call, NULL, stream);
 }
 
@@ -79,12 +79,12 @@ NCCL_API(ncclResult_t, ncclScatter, const void *sendbuff, void *recvbuff, size_t
 static ncclResult_t p2p(const char *name, weft_coll_t kind, void *buf, size_t count,
                         ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
   ncclResult_t res = nccl_check_comm(comm, name);
-  if (res != ncclSuccess) return res;
+  if (res != ncclSuccess) return nccl_refused(res);
   weft_p2p_op_t op = {.kind = kind, .buf = buf, .count = count, .peer = peer, .tag = 0};
-  if ((res = nccl_dtype(datatype, &op.dtype, name)) != ncclSuccess) return res;
+  if ((res = nccl_dtype(datatype, &op.dtype, name)) != ncclSuccess) return nccl_refused(res);
   if (peer < 0 || peer >= comm->nranks)
-    return nccl_fail(ncclInvalidArgument, "%s: peer %d is not a rank of %d", name, peer,
-                     comm->nranks);
+    return nccl_refused(nccl_fail(ncclInvalidArgument, "%s: peer %d is not a rank of %d", name,
+                                  peer, comm->nranks));
   return nccl_issue(comm, NULL, &op, stream);
 }
 

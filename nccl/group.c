@@ -79,11 +79,15 @@ ncclResult_t nccl_issue(struct ncclComm *c, const weft_call_t *call, const weft_
                         cudaStream_t stream) {
   if (depth > 0) {
     ncclResult_t res = enqueue(c, call, p2p, stream);
-    if (res != ncclSuccess && group_error == ncclSuccess) group_error = res;
-    return res;
+    return res == ncclSuccess ? res : nccl_refused(res);
   }
   if (p2p) return nccl_from_weft(weft_p2p_group(p2p, 1, c->w, stream));
   return nccl_from_weft(weft_call(call, c->w, stream));
+}
+
+ncclResult_t nccl_refused(ncclResult_t res) {
+  if (depth > 0 && group_error == ncclSuccess) group_error = res;
+  return res;
 }
 
 static void clear_queue(void) {

@@ -39,5 +39,8 @@ ncclResult_t nccl_op(ncclRedOp_t op, weft_op_t *out, const char *call);
 /* Runs `call` on c now, or queues it when this thread is inside ncclGroupStart/End. */
 ncclResult_t nccl_issue(struct ncclComm *c, const weft_call_t *call, const weft_p2p_op_t *p2p,
                         cudaStream_t stream);
+/* A call refused before it could be queued: inside a group, the group's end fails too (NCCL
+ * fails the whole group). Returns `res`. */
+ncclResult_t nccl_refused(ncclResult_t res);
 
 #endif /* WEFT_NCCL_NCCL_INTERNAL_H_ */

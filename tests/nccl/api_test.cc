@@ -1,0 +1,339 @@
+// api_test.cc -- the NCCL API on weft, called through nccl/nccl.h as a program written for NCCL
+// calls it: unique ids (made by the test and by NCCL_COMM_ID), init with configs of every size,
+// the collectives on a few dtypes and ops, send/recv rings in (nested) groups, split, and
+// NCCL's answers to bad arguments and to the calls weft refuses. Host buffers with NULL streams
+// (weft.h's host mode), 4 real processes on loopback.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nccl/nccl.h"
+#include "tests/harness/mp_harness.h"
+
+namespace {
+
+const int kTimeoutMs = 60000;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+#define CHECK_NCCL(call)                                                                  \
+  do {                                                                                    \
+    ncclResult_t res_ = (call);                                                           \
+    if (res_ != ncclSuccess)                                                              \
+      return "rank " + std::to_string(rank) + ": " #call ": " + ncclGetErrorString(res_) + \
+             ": " + ncclGetLastError(nullptr);                                            \
+  } while (0)
+
+#define CHECK_TRUE(cond, what)                                               \
+  do {                                                                       \
+    if (!(cond)) return "rank " + std::to_string(rank) + ": " + (what);      \
+  } while (0)
+
+// All-reduce (int32 sum, float32 max, float64 avg), broadcast from rank 1, in-place bcast from
+// the last rank, reduce to rank 2 (int64 prod), all-gather, reduce-scatter (float sum, in place
+// too), all-to-all, gather and scatter on `comm` of n ranks.
+std::string check_collectives(ncclComm_t comm, int rank, int n) {
+  const size_t count = 1000;
+  {
+    std::vector<int32_t> in(count), out(count, -1);
+    for (size_t i = 0; i < count; i++) in[i] = static_cast<int32_t>(rank * 1000 + i);
+    CHECK_NCCL(ncclAllReduce(in.data(), out.data(), count, ncclInt32, ncclSum, comm, nullptr));
+    for (size_t i = 0; i < count; i++)
+      CHECK_TRUE(out[i] == static_cast<int32_t>(1000 * n * (n - 1) / 2 + n * i),
+                 "all-reduce sum at " + std::to_string(i) + ": " + std::to_string(out[i]));
+  }
+  {
+    std::vector<float> x(count);
+    for (size_t i = 0; i < count; i++) x[i] = static_cast<float>((rank + i) % n);
+    CHECK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat32, ncclMax, comm, nullptr));
+    for (size_t i = 0; i < count; i++) CHECK_TRUE(x[i] == n - 1, "all-reduce max (in place)");
+  }
+  {
+    std::vector<double> x(count, rank);
+    CHECK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat64, ncclAvg, comm, nullptr));
+    for (size_t i = 0; i < count; i++) CHECK_TRUE(x[i] == (n - 1) / 2.0, "all-reduce avg");
+  }
+  {
+    std::vector<float> in(count, static_cast<float>(rank)), out(count, -1);
+    CHECK_NCCL(ncclBroadcast(in.data(), out.data(), count, ncclFloat32, 1, comm, nullptr));
+    for (size_t i = 0; i < count; i++) CHECK_TRUE(out[i] == 1, "broadcast from 1");
+    std::vector<uint8_t> b(count, static_cast<uint8_t>(rank + 7));
+    CHECK_NCCL(ncclBcast(b.data(), count, ncclUint8, n - 1, comm, nullptr));
+    for (size_t i = 0; i < count; i++) CHECK_TRUE(b[i] == n - 1 + 7, "bcast in place");
+  }
+  {
+    std::vector<int64_t> in(count, rank + 1), out(count, 0);
+    CHECK_NCCL(ncclReduce(in.data(), out.data(), count, ncclInt64, ncclProd, 2, comm, nullptr));
+    int64_t want = 1;
+    for (int r = 1; r <= n; r++) want *= r;
+    if (rank == 2)
+      for (size_t i = 0; i < count; i++) CHECK_TRUE(out[i] == want, "reduce prod");
+  }
+  {
+    std::vector<int64_t> in(count, rank), out(count * n, -1);
+    CHECK_NCCL(ncclAllGather(in.data(), out.data(), count, ncclInt64, comm, nullptr));
+    for (size_t i = 0; i < count * n; i++)
+      CHECK_TRUE(out[i] == static_cast<int64_t>(i / count), "all-gather");
+  }
+  {
+    std::vector<float> in(count * n), out(count, -1);
+    for (size_t i = 0; i < count * n; i++) in[i] = static_cast<float>(i / count + rank);
+    CHECK_NCCL(ncclReduceScatter(in.data(), out.data(), count, ncclFloat32, ncclSum, comm,
+                                 nullptr));
+    for (size_t i = 0; i < count; i++)
+      CHECK_TRUE(out[i] == rank * n + n * (n - 1) / 2.0f, "reduce-scatter");
+    // In place: recvbuff is sendbuff + rank * recvcount.
+    CHECK_NCCL(ncclReduceScatter(in.data(), in.data() + rank * count, count, ncclFloat32, ncclSum,
+                                 comm, nullptr));
+    for (size_t i = 0; i < count; i++)
+      CHECK_TRUE(in[rank * count + i] == out[i], "reduce-scatter in place");
+  }
+  {
+    std::vector<int32_t> in(count * n), out(count * n, -1);
+    for (size_t i = 0; i < count * n; i++) in[i] = static_cast<int32_t>(rank * 100 + i / count);
+    CHECK_NCCL(ncclAlltoAll(in.data(), out.data(), count, ncclInt32, comm, nullptr));
+    for (size_t i = 0; i < count * n; i++)
+      CHECK_TRUE(out[i] == static_cast<int32_t>(i / count * 100 + rank), "all-to-all");
+  }
+  {
+    std::vector<int32_t> in(count, rank), out(count * n, -1);
+    CHECK_NCCL(ncclGather(in.data(), out.data(), count, ncclInt32, 0, comm, nullptr));
+    if (rank == 0)
+      for (size_t i = 0; i < count * n; i++)
+        CHECK_TRUE(out[i] == static_cast<int32_t>(i / count), "gather to 0");
+    std::vector<int32_t> back(count, -1);
+    CHECK_NCCL(ncclScatter(out.data(), back.data(), count, ncclInt32, 0, comm, nullptr));
+    for (size_t i = 0; i < count; i++) CHECK_TRUE(back[i] == rank, "scatter from 0");
+  }
+  return "";
+}
+
+TEST(NcclApi, CollectivesWithAnIdMadeBeforeTheRanksStart) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      4,
+      [&](int rank, int n, int) -> std::string {
+        ncclComm_t comm = nullptr;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        int count = -1, me = -1, dev = -1;
+        CHECK_NCCL(ncclCommCount(comm, &count));
+        CHECK_NCCL(ncclCommUserRank(comm, &me));
+        CHECK_NCCL(ncclCommCuDevice(comm, &dev));
+        CHECK_TRUE(count == n && me == rank && dev >= 0, "count/rank/device");
+        std::string err = check_collectives(comm, rank, n);
+        if (!err.empty()) return err;
+        ncclResult_t async = ncclInternalError;
+        CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+        CHECK_TRUE(async == ncclSuccess, "async error " + std::to_string(async));
+        CHECK_NCCL(ncclCommFinalize(comm));
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// Sends to rank+1 and receives from rank-1 (and the reverse ring in the same group), inside a
+// group nested twice: the inner ncclGroupEnd issues nothing, the outer one everything, and two
+// all-reduces queued in the same group run in issue order.
+TEST(NcclApi, SendRecvRingsInNestedGroups) {
+  auto results = mp_run(
+      4,
+      [&](int rank, int n, int port) -> std::string {
+        setenv("NCCL_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+        ncclUniqueId id;
+        CHECK_NCCL(ncclGetUniqueId(&id));
+        ncclComm_t comm = nullptr;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        const size_t count = 5000;
+        std::vector<float> out(count, static_cast<float>(rank)), back(count, static_cast<float>(rank));
+        std::vector<float> from_left(count, -1), from_right(count, -1);
+        int right = (rank + 1) % n, left = (rank + n - 1) % n;
+        CHECK_NCCL(ncclGroupStart());
+        CHECK_NCCL(ncclGroupStart());
+        CHECK_NCCL(ncclSend(out.data(), count, ncclFloat32, right, comm, nullptr));
+        CHECK_NCCL(ncclRecv(from_left.data(), count, ncclFloat32, left, comm, nullptr));
+        CHECK_NCCL(ncclGroupEnd());
+        CHECK_TRUE(from_left[0] == -1, "the inner ncclGroupEnd ran the group");
+        CHECK_NCCL(ncclRecv(from_right.data(), count, ncclFloat32, right, comm, nullptr));
+        CHECK_NCCL(ncclSend(back.data(), count, ncclFloat32, left, comm, nullptr));
+        std::vector<int32_t> a(10, 1), b(10, 0);
+        CHECK_NCCL(ncclAllReduce(a.data(), b.data(), 10, ncclInt32, ncclSum, comm, nullptr));
+        CHECK_NCCL(ncclAllReduce(b.data(), b.data(), 10, ncclInt32, ncclSum, comm, nullptr));
+        CHECK_NCCL(ncclGroupEnd());
+        for (size_t i = 0; i < count; i++) {
+          CHECK_TRUE(from_left[i] == left, "from the left: " + std::to_string(from_left[i]));
+          CHECK_TRUE(from_right[i] == right, "from the right: " + std::to_string(from_right[i]));
+        }
+        for (int i = 0; i < 10; i++) CHECK_TRUE(b[i] == n * n, "two all-reduces in order");
+        // A send/recv outside any group, as its own group.
+        if (rank == 0) CHECK_NCCL(ncclSend(out.data(), 10, ncclFloat32, 1, comm, nullptr));
+        if (rank == 1) {
+          CHECK_NCCL(ncclRecv(from_left.data(), 10, ncclFloat32, 0, comm, nullptr));
+          CHECK_TRUE(from_left[0] == 0, "a lone recv");
+        }
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// A caller's config as an older or newer release lays it out: `size` bytes of it, then guard
+// bytes that weft must neither read for meaning nor write.
+struct SizedConfig {
+  unsigned char bytes[160];
+  explicit SizedConfig(size_t size, unsigned version) {
+    memset(bytes, 0xa5, sizeof bytes);
+    ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
+    memcpy(bytes, &init, size < sizeof init ? size : sizeof init);
+    memcpy(bytes, &size, sizeof size);
+    memcpy(bytes + offsetof(ncclConfig_t, version), &version, sizeof version);
+  }
+  ncclConfig_t* get() { return reinterpret_cast<ncclConfig_t*>(bytes); }
+  bool guard_intact(size_t size) const {
+    for (size_t i = size; i < sizeof bytes; i++)
+      if (bytes[i] != 0xa5) return false;
+    return true;
+  }
+};
+
+// Configs of 2.28 (80 bytes), 2.29 (88, torch 2.13's header), 2.30 (96, torch 2.14/2.15's) and
+// a later, larger one: each accepted, nonblocking included, and nothing written past its size.
+// Then split by parity and use the halves.
+TEST(NcclApi, ConfigsOfEverySizeAndSplit) {
+  ncclUniqueId ids[4];  // one per init: a new rendezvous each time
+  for (auto& id : ids) ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      4,
+      [&](int rank, int n, int) -> std::string {
+        struct {
+          size_t size;
+          unsigned version;
+        } sizes[] = {{80, 22809}, {88, 22907}, {96, 23007}, {120, 23200}};
+        ncclComm_t comm = nullptr;
+        for (int k = 0; k < 4; k++) {
+          auto s = sizes[k];
+          SizedConfig cfg(s.size, s.version);
+          int blocking = s.size == 88 ? 0 : 1;
+          memcpy(cfg.bytes + offsetof(ncclConfig_t, blocking), &blocking, sizeof blocking);
+          ncclResult_t res = ncclCommInitRankConfig(&comm, n, ids[k], rank, cfg.get());
+          CHECK_TRUE(res == ncclSuccess || res == ncclInProgress,
+                     "config of " + std::to_string(s.size) + " bytes: " + ncclGetLastError(nullptr));
+          ncclResult_t state = ncclInProgress;
+          while (state == ncclInProgress) CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+          CHECK_TRUE(state == ncclSuccess, "init state");
+          CHECK_TRUE(cfg.guard_intact(s.size),
+                     "wrote past a config of " + std::to_string(s.size) + " bytes");
+          int32_t x = rank;
+          CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr));
+          CHECK_TRUE(x == n * (n - 1) / 2, "all-reduce after a config init");
+          if (s.size != 120) CHECK_NCCL(ncclCommDestroy(comm));
+        }
+        ncclComm_t half = nullptr;
+        SizedConfig cfg(88, 22907);
+        CHECK_NCCL(ncclCommSplit(comm, rank % 2, -rank, &half, cfg.get()));
+        CHECK_TRUE(cfg.guard_intact(88), "split wrote past its config");
+        int hn = -1, hr = -1;
+        CHECK_NCCL(ncclCommCount(half, &hn));
+        CHECK_NCCL(ncclCommUserRank(half, &hr));
+        CHECK_TRUE(hn == n / 2 && hr == (n / 2 - 1 - rank / 2), "split shape");
+        int32_t x = rank;
+        CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, half, nullptr));
+        CHECK_TRUE(x == (rank % 2 ? 1 + 3 : 0 + 2), "all-reduce on a half: " + std::to_string(x));
+        ncclComm_t none = reinterpret_cast<ncclComm_t>(1);
+        CHECK_NCCL(ncclCommSplit(comm, NCCL_SPLIT_NOCOLOR, 0, &none, nullptr));
+        CHECK_TRUE(none == nullptr, "NOCOLOR gives no communicator");
+        CHECK_NCCL(ncclCommDestroy(half));
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+TEST(NcclApi, VersionAndErrorStrings) {
+  int v = 0;
+  EXPECT_EQ(ncclGetVersion(&v), ncclSuccess);
+  EXPECT_EQ(v, NCCL_VERSION(2, 30, 7));
+  EXPECT_EQ(v, NCCL_VERSION_CODE);
+  EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "weft")) << ncclGetLastError(nullptr);
+  for (int r = ncclSuccess; r <= ncclNumResults; r++)
+    EXPECT_GT(strlen(ncclGetErrorString(static_cast<ncclResult_t>(r))), 0u);
+}
+
+// NCCL's codes for misuse, on one rank: a NULL or bogus comm, bad datatypes and ops, a bad peer,
+// config errors, unmatched group ends, and the calls weft refuses or has not done yet.
+TEST(NcclApi, BadArgumentsGetNcclCodes) {
+  float x[4] = {1, 2, 3, 4};
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "ncclAllReduce: comm is NULL"));
+  int bogus[16] = {0};
+  EXPECT_EQ(ncclCommCount(reinterpret_cast<ncclComm_t>(bogus), bogus), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(nullptr, 1, ncclUniqueId{}, 0), ncclInvalidArgument);
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRank(&comm, 1, ncclUniqueId{}, 0), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "not made by ncclGetUniqueId"));
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.magic = 0;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &cfg), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "NCCL_CONFIG_INITIALIZER"));
+
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclAllReduce(x, x, 4, static_cast<ncclDataType_t>(12), ncclSum, comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "invalid datatype 12"));
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat8e4m3, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "fp8"));
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, static_cast<ncclRedOp_t>(9), comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclSend(x, 4, ncclFloat32, 1, comm, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "peer 1"));
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(x[i], i + 1);
+
+  // A refused call inside a group fails the group's end, and nothing of it runs.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(x, x, 4, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "without a matching ncclGroupStart"));
+
+  // No-ops, refusals, not yet.
+  void* handle = nullptr;
+  EXPECT_EQ(ncclCommRegister(comm, x, sizeof x, &handle), ncclSuccess);
+  EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
+  EXPECT_EQ(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), ncclSuccess);
+  EXPECT_EQ(ncclCommResume(comm), ncclSuccess);
+  uint64_t bytes = 7;
+  EXPECT_EQ(ncclCommMemStats(comm, ncclStatGpuMemTotal, &bytes), ncclSuccess);
+  EXPECT_EQ(bytes, 0u);
+  ncclWindow_t win;
+  EXPECT_EQ(ncclCommWindowRegister(comm, x, sizeof x, &win, NCCL_WIN_DEFAULT), ncclInvalidUsage);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "memory windows"));
+  EXPECT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage);
+  EXPECT_EQ(ncclSignal(0, 0, 0, 0, comm, nullptr), ncclInvalidUsage);
+  ncclRedOp_t op;
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, x, ncclFloat32, ncclScalarHostImmediate, comm),
+            ncclInvalidUsage);
+  EXPECT_TRUE(contains(ncclGetLastError(nullptr), "not supported yet"));
+
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);  // destroy after abort
+  EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
+}
+
+}  // namespace
