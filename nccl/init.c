@@ -4,8 +4,8 @@
  *
  * A unique id names weft's rendezvous: the host and port that rank 0's weft_comm_init serves,
  * and a fresh random nonce so that two ids are never equal. ncclGetUniqueId picks this host's
- * address (WEFT_SOCKET_IFNAME or NCCL_SOCKET_IFNAME choose the interface, else the first that
- * is up and not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
+ * address (NCCL_SOCKET_IFNAME, a prefix, chooses the interface, else the first that is up and
+ * not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
  * instead. So rank 0 must run on the host that made the id, as it does in torch and in NCCL's
  * examples; the port is only reserved once rank 0 joins (another program may take it first). */
 #include <arpa/inet.h>
@@ -46,11 +46,10 @@ static int free_port(void) {
   return port;
 }
 
-/* This host's IPv4 address on the interface named by WEFT_SOCKET_IFNAME or NCCL_SOCKET_IFNAME
- * (a prefix), else the first that is up and not loopback, else 127.0.0.1. */
+/* This host's IPv4 address on the interface whose name starts with NCCL_SOCKET_IFNAME, else on
+ * the first that is up and not loopback, else 127.0.0.1. */
 static void local_host(char *out, size_t cap) {
-  const char *want = getenv("WEFT_SOCKET_IFNAME");
-  if (!want || !*want) want = getenv("NCCL_SOCKET_IFNAME");
+  const char *want = getenv("NCCL_SOCKET_IFNAME");
   snprintf(out, cap, "127.0.0.1");
   struct ifaddrs *list = NULL;
   if (getifaddrs(&list) != 0) return;

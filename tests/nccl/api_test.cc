@@ -259,6 +259,34 @@ TEST(NcclApi, ConfigsOfEverySizeAndSplit) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// ncclCommInitAll: 3 ranks in one process, then one group over the 3 communicators (an
+// all-reduce on each and a send/recv ring), which the thread issues without waiting on itself.
+TEST(NcclApi, InitAllAndAGroupOverItsCommunicators) {
+  const int n = 3;
+  ncclComm_t comms[n] = {nullptr, nullptr, nullptr};
+  ASSERT_EQ(ncclCommInitAll(comms, n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::vector<int32_t>> x(n), got(n, std::vector<int32_t>(8, -1));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; r++) {
+    int rank = -1;
+    ASSERT_EQ(ncclCommUserRank(comms[r], &rank), ncclSuccess);
+    ASSERT_EQ(rank, r);
+    x[r].assign(8, r + 1);
+    ASSERT_EQ(ncclAllReduce(x[r].data(), x[r].data(), 8, ncclInt32, ncclSum, comms[r], nullptr),
+              ncclSuccess);
+    ASSERT_EQ(ncclSend(x[r].data(), 8, ncclInt32, (r + 1) % n, comms[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclRecv(got[r].data(), 8, ncclInt32, (r + n - 1) % n, comms[r], nullptr),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(x[r][7], 6);
+    // The send reads x after the all-reduce queued before it on the same communicator.
+    EXPECT_EQ(got[r][0], 6);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  }
+}
+
 TEST(NcclApi, VersionAndErrorStrings) {
   int v = 0;
   EXPECT_EQ(ncclGetVersion(&v), ncclSuccess);
