@@ -42,9 +42,11 @@ ncclResult_t nccl_from_weft(weft_result_t r) {
 
 ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call) {
   if (!c) return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", call);
-  if (c->magic == NCCL_COMM_DEAD)
+  /* Atomic: ncclCommAbort may turn it from another thread. */
+  unsigned magic = __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE);
+  if (magic == NCCL_COMM_DEAD)
     return nccl_fail(ncclInvalidUsage, "%s: the communicator was aborted", call);
-  if (c->magic != NCCL_COMM_MAGIC)
+  if (magic != NCCL_COMM_MAGIC)
     return nccl_fail(ncclInvalidArgument, "%s: comm %p is not a live communicator", call,
                      (const void *)c);
   return ncclSuccess;

@@ -270,7 +270,8 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  if (comm->magic == NCCL_COMM_DEAD) return ncclSuccess; /* destroy after abort */
+  if (__atomic_load_n(&comm->magic, __ATOMIC_ACQUIRE) == NCCL_COMM_DEAD)
+    return ncclSuccess; /* destroy after abort */
   ncclResult_t res = nccl_check_comm(comm, "ncclCommDestroy");
   if (res != ncclSuccess) return res;
   weft_result_t r = weft_comm_destroy(comm->w);
@@ -281,13 +282,26 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 }
 
 /* Safe from any thread while another is inside a call on comm (torch's watchdog does this), so
- * the few bytes of the wrapper stay: the other thread may still read it. weft_comm_abort frees
- * the communicator once every call has left it. */
+ * the few bytes of the wrapper stay, on a list that keeps them reachable: the other thread may
+ * still read the wrapper between its check and its weft call. weft_comm_abort frees the
+ * communicator itself once every call has left it. */
+static struct ncclComm *aborted;
+static pthread_mutex_t aborted_lock = PTHREAD_MUTEX_INITIALIZER;
+
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
-  if (!comm || comm->magic == NCCL_COMM_DEAD) return ncclSuccess;
+  if (!comm || __atomic_load_n(&comm->magic, __ATOMIC_ACQUIRE) == NCCL_COMM_DEAD)
+    return ncclSuccess;
   ncclResult_t res = nccl_check_comm(comm, "ncclCommAbort");
   if (res != ncclSuccess) return res;
-  comm->magic = NCCL_COMM_DEAD;
+  /* Two threads may abort at once: only the one that turns the magic aborts. */
+  unsigned live = NCCL_COMM_MAGIC;
+  if (!__atomic_compare_exchange_n(&comm->magic, &live, NCCL_COMM_DEAD, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return ncclSuccess;
+  pthread_mutex_lock(&aborted_lock);
+  comm->next_dead = aborted;
+  aborted = comm;
+  pthread_mutex_unlock(&aborted_lock);
   return nccl_from_weft(weft_comm_abort(comm->w));
 }
 

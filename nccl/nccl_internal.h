@@ -21,6 +21,7 @@ struct ncclComm {
   weft_comm_t *w;
   int rank, nranks;
   int cuda_dev; /* the CUDA device current at init, or 0 without a CUDA runtime */
+  struct ncclComm *next_dead; /* init.c's list of aborted wrappers */
 };
 
 /* errors.c */

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl/nccl.h"
@@ -285,6 +287,42 @@ TEST(NcclApi, InitAllAndAGroupOverItsCommunicators) {
     EXPECT_EQ(got[r][0], 6);
     EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
   }
+}
+
+// ncclCommAbort from another thread (torch's watchdog) ends an all-reduce that waits for a peer
+// that never joins it: within a few seconds, not at WEFT_TIMEOUT_MS.
+TEST(NcclApi, AbortFromAnotherThreadEndsABlockedCall) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "30000", 1);
+        ncclComm_t comm = nullptr;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        if (rank == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(2));
+          CHECK_NCCL(ncclCommAbort(comm));
+          return "";
+        }
+        std::thread watchdog([comm] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          ncclCommAbort(comm);
+        });
+        auto start = std::chrono::steady_clock::now();
+        float x[16] = {0};
+        ncclResult_t res = ncclAllReduce(x, x, 16, ncclFloat32, ncclSum, comm, nullptr);
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        watchdog.join();
+        CHECK_TRUE(res != ncclSuccess, "the blocked all-reduce succeeded");
+        CHECK_TRUE(s < 1.5, "the abort took " + std::to_string(s) + " s");
+        ncclResult_t async;
+        CHECK_TRUE(ncclCommGetAsyncError(comm, &async) == ncclInvalidUsage, "comm still usable");
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
 }
 
 TEST(NcclApi, VersionAndErrorStrings) {
