@@ -30,19 +30,20 @@ run //...
 # Sanitizers on the tests that exercise memory and threads without the largest data sets.
 sanitized=(//tests/common:all //tests/collectives:all //tests/kernels:all //tests/bootstrap:all
   //tests/errors:all //tests/harness:all //tests/comm:all //tests/trace:all //tests/bench:all
-  //tests/transport:all //tests/device:all)
+  //tests/transport:all //tests/device:all //tests/nccl:api_test //tests/nccl:device_test)
 run --config=asan "${sanitized[@]}"
 # The multi-process collectives, host and device buffers, under ASan+UBSan, without the 1 Mi and
 # 64 Mi element cases.
 run --config=asan //tests/collectives_mp:all //tests/device_mp:device_mp_test \
   --test_arg=--gtest_filter=-*Large*:*Huge*
-run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //tests/device:all
+run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //tests/device:all \
+  //tests/nccl:api_test //tests/nccl:device_test
 # Device calls: the progress thread, stream gates and the engine's worker threads together.
 run --config=tsan //tests/device_mp:device_mp_test \
   --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:*Matrix*/1
-# The CPU-only build, even where the CUDA toolkit is installed (tests/abi: the exports without the
-# static CUDA runtime linked in).
-run --config=nocuda //tests/build:all //tests/errors:all //tests/abi:all
+# The CPU-only build, even where the CUDA toolkit is installed (tests/abi, tests/nccl: the exports
+# without the static CUDA runtime linked in).
+run --config=nocuda //tests/build:all //tests/errors:all //tests/abi:all //tests/nccl:exports_test
 
 # The Python package and the torch.distributed backend, on torch 1.13 and 2.x: each pytest test
 # counts as one, in both runs (each ends with pytest's summary line: "3 failed, 40 passed, 2
