@@ -25,17 +25,28 @@ ncclResult_t nccl_fail(ncclResult_t code, const char *fmt, ...) {
 ncclResult_t nccl_from_weft(weft_result_t r) {
   ncclResult_t code;
   switch (r) {
-    case WEFT_SUCCESS: return ncclSuccess;
-    case WEFT_ERR_INVALID_ARGUMENT: code = ncclInvalidArgument; break;
+    case WEFT_SUCCESS:
+      return ncclSuccess;
+    case WEFT_ERR_INVALID_ARGUMENT:
+      code = ncclInvalidArgument;
+      break;
     case WEFT_ERR_SYSTEM:
-    case WEFT_ERR_NO_MEMORY: code = ncclSystemError; break;
+    case WEFT_ERR_NO_MEMORY:
+      code = ncclSystemError;
+      break;
     case WEFT_ERR_TIMEOUT:
     case WEFT_ERR_REMOTE:
-    case WEFT_ERR_COMM_FAILED: code = ncclRemoteError; break;
+    case WEFT_ERR_COMM_FAILED:
+      code = ncclRemoteError;
+      break;
     case WEFT_ERR_MISMATCH:
     case WEFT_ERR_UNSUPPORTED:
-    case WEFT_ERR_ABORTED: code = ncclInvalidUsage; break;
-    default: code = ncclInternalError; break;
+    case WEFT_ERR_ABORTED:
+      code = ncclInvalidUsage;
+      break;
+    default:
+      code = ncclInternalError;
+      break;
   }
   return nccl_fail(code, "%s", weft_last_error());
 }
@@ -54,9 +65,9 @@ ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call) {
 
 ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call) {
   static const weft_dtype_t map[] = {
-      [ncclInt8] = WEFT_INT8,       [ncclUint8] = WEFT_UINT8,     [ncclInt32] = WEFT_INT32,
-      [ncclUint32] = WEFT_UINT32,   [ncclInt64] = WEFT_INT64,     [ncclUint64] = WEFT_UINT64,
-      [ncclFloat16] = WEFT_FLOAT16, [ncclFloat32] = WEFT_FLOAT32, [ncclFloat64] = WEFT_FLOAT64,
+      [ncclInt8] = WEFT_INT8,         [ncclUint8] = WEFT_UINT8,     [ncclInt32] = WEFT_INT32,
+      [ncclUint32] = WEFT_UINT32,     [ncclInt64] = WEFT_INT64,     [ncclUint64] = WEFT_UINT64,
+      [ncclFloat16] = WEFT_FLOAT16,   [ncclFloat32] = WEFT_FLOAT32, [ncclFloat64] = WEFT_FLOAT64,
       [ncclBfloat16] = WEFT_BFLOAT16,
   };
   if ((int)t >= 0 && (int)t <= ncclBfloat16) {
@@ -71,11 +82,21 @@ ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call) {
 
 ncclResult_t nccl_op(ncclRedOp_t op, weft_op_t *out, const char *call) {
   switch (op) {
-    case ncclSum: *out = WEFT_SUM; return ncclSuccess;
-    case ncclProd: *out = WEFT_PROD; return ncclSuccess;
-    case ncclMax: *out = WEFT_MAX; return ncclSuccess;
-    case ncclMin: *out = WEFT_MIN; return ncclSuccess;
-    case ncclAvg: *out = WEFT_AVG; return ncclSuccess;
+    case ncclSum:
+      *out = WEFT_SUM;
+      return ncclSuccess;
+    case ncclProd:
+      *out = WEFT_PROD;
+      return ncclSuccess;
+    case ncclMax:
+      *out = WEFT_MAX;
+      return ncclSuccess;
+    case ncclMin:
+      *out = WEFT_MIN;
+      return ncclSuccess;
+    case ncclAvg:
+      *out = WEFT_AVG;
+      return ncclSuccess;
     default:
       return nccl_fail(ncclInvalidArgument, "%s: invalid reduction operation %d", call, (int)op);
   }
@@ -85,7 +106,8 @@ NCCL_API(ncclResult_t, ncclGetVersion, int *version) {
   if (!version) return nccl_fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
   const char *debug = getenv("WEFT_DEBUG");
   static int said;
-  if (debug && *debug && strcmp(debug, "0") != 0 && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+  if (debug && *debug && strcmp(debug, "0") != 0 &&
+      !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
     fprintf(stderr, "weft %d.%d.%d behind the NCCL %d.%d.%d API (libnccl.so.2)\n",
             weft_version() / 10000, weft_version() / 100 % 100, weft_version() % 100, NCCL_MAJOR,
             NCCL_MINOR, NCCL_PATCH);
@@ -95,15 +117,24 @@ NCCL_API(ncclResult_t, ncclGetVersion, int *version) {
 
 NCCL_API(const char *, ncclGetErrorString, ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "success";
-    case ncclUnhandledCudaError: return "a CUDA call failed";
-    case ncclSystemError: return "an operating-system call failed";
-    case ncclInternalError: return "internal error in weft";
-    case ncclInvalidArgument: return "an argument is invalid";
-    case ncclInvalidUsage: return "the call is not allowed here";
-    case ncclRemoteError: return "a peer failed or the network broke";
-    case ncclInProgress: return "operation still in progress";
-    default: return "unknown result";
+    case ncclSuccess:
+      return "success";
+    case ncclUnhandledCudaError:
+      return "a CUDA call failed";
+    case ncclSystemError:
+      return "an operating-system call failed";
+    case ncclInternalError:
+      return "internal error in weft";
+    case ncclInvalidArgument:
+      return "an argument is invalid";
+    case ncclInvalidUsage:
+      return "the call is not allowed here";
+    case ncclRemoteError:
+      return "a peer failed or the network broke";
+    case ncclInProgress:
+      return "operation still in progress";
+    default:
+      return "unknown result";
   }
 }
 

@@ -15,7 +15,7 @@
 typedef struct {
   struct ncclComm *comm;
   cudaStream_t stream;
-  weft_call_t call;  /* a collective; call.coll is WEFT_COLL_P2P_GROUP for the p2p batch */
+  weft_call_t call;   /* a collective; call.coll is WEFT_COLL_P2P_GROUP for the p2p batch */
   weft_p2p_op_t *ops; /* the p2p batch's sends and receives */
   int nops, capops;
 } pending_t;

@@ -117,8 +117,8 @@ static ncclResult_t read_config(const ncclConfig_t *cfg, const char *call) {
                      "NCCL_CONFIG_INITIALIZER",
                      call, magic, NCCL_API_MAGIC);
   if (version < (unsigned)NCCL_VERSION(2, 14, 0))
-    return nccl_fail(ncclInvalidArgument, "%s: config version %u is older than any config",
-                     call, version);
+    return nccl_fail(ncclInvalidArgument, "%s: config version %u is older than any config", call,
+                     version);
   /* Every option tunes NCCL's kernels or channels, which weft has not: blocking = 0 is honoured
    * by completing each call before it returns (ncclSuccess, which a nonblocking caller accepts
    * as well as ncclInProgress), and the others leave nothing to do. */
@@ -153,7 +153,8 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t *comm, int nranks, ncc
   memcpy(&id, &commId, sizeof id);
   id.host[sizeof id.host - 1] = '\0';
   if (memcmp(id.magic, ID_MAGIC, sizeof id.magic) != 0)
-    return nccl_fail(ncclInvalidArgument, "%s: the unique id was not made by ncclGetUniqueId", call);
+    return nccl_fail(ncclInvalidArgument, "%s: the unique id was not made by ncclGetUniqueId",
+                     call);
   weft_comm_t *w = NULL;
   weft_result_t r = weft_comm_init(&w, nranks, rank, id.host, id.port);
   if (r != WEFT_SUCCESS) return nccl_from_weft(r);
@@ -209,8 +210,8 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comm, int ndev, const int *d
   }
   int started = 0;
   for (int i = 0; i < ndev; i++) {
-    args[i] = (init_all_arg_t){.comm = &comm[i], .ndev = ndev, .rank = i,
-                               .dev = devlist ? devlist[i] : i, .id = id};
+    args[i] = (init_all_arg_t){
+        .comm = &comm[i], .ndev = ndev, .rank = i, .dev = devlist ? devlist[i] : i, .id = id};
     if (pthread_create(&th[i], NULL, init_all_rank, &args[i]) != 0) break;
     started++;
   }
@@ -317,13 +318,13 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t *asy
   return ncclSuccess;
 }
 
-#define QUERY(name, field)                                                      \
-  NCCL_API(ncclResult_t, name, const ncclComm_t comm, int *out) {               \
-    ncclResult_t res = nccl_check_comm(comm, #name);                            \
-    if (res != ncclSuccess) return res;                                         \
+#define QUERY(name, field)                                                        \
+  NCCL_API(ncclResult_t, name, const ncclComm_t comm, int *out) {                 \
+    ncclResult_t res = nccl_check_comm(comm, #name);                              \
+    if (res != ncclSuccess) return res;                                           \
     if (!out) return nccl_fail(ncclInvalidArgument, "%s: output is NULL", #name); \
-    *out = comm->field;                                                         \
-    return ncclSuccess;                                                         \
+    *out = comm->field;                                                           \
+    return ncclSuccess;                                                           \
   }
 QUERY(ncclCommCount, nranks)
 QUERY(ncclCommUserRank, rank)

@@ -29,7 +29,7 @@ extern "C" {
 #define NCCL_SUFFIX ""
 /* Releases up to 2.8 were coded 1000 * major + 100 * minor + patch, later ones 10000 * major. */
 #define NCCL_VERSION(X, Y, Z) \
-  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+  (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 #define NCCL_VERSION_CODE 23007
 
 typedef struct ncclComm *ncclComm_t;
@@ -109,16 +109,23 @@ typedef struct ncclConfig_v23000 {
   unsigned char reserved2_30[8];
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                           \
-  {                                                                                       \
-    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,              \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,              \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,              \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,              \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,              \
-        NCCL_CONFIG_UNDEF_INT, {0, 0, 0, 0, 0, 0, 0, 0}                                   \
-  }
+/* clang-format off */
+#define NCCL_CONFIG_INITIALIZER {                                  \
+  sizeof(ncclConfig_t),                             /* size */     \
+  NCCL_API_MAGIC,                                   /* magic */    \
+  NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */  \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* blocking, cgaClusterSize */       \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* minCTAs, maxCTAs */               \
+  NCCL_CONFIG_UNDEF_PTR,                            /* netName */                        \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* splitShare, trafficClass */       \
+  NCCL_CONFIG_UNDEF_PTR,                            /* commName */                       \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* collnetEnable, CTAPolicy */       \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* shrinkShare, nvlsCTAs */          \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* nChannelsPerNetPeer, nvlinkCentricSched */ \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,     /* graphUsageMode, numRmaCtx */      \
+  {0}                                               /* reserved2_30 */                   \
+}
+/* clang-format on */
 
 /* What ncclGroupSimulateEnd reports. Its magic differs from NCCL_API_MAGIC. */
 typedef struct ncclSimInfo_v22200 {
@@ -128,8 +135,11 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime;
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER \
-  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+#define NCCL_SIM_INFO_INITIALIZER                                                        \
+  {                                                                                      \
+    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+        NCCL_UNDEF_FLOAT                                                                 \
+  }
 
 /* Reductions. Values from ncclNumOps up to ncclMaxRedOp name operators made by
  * ncclRedOpCreatePreMulSum. */
@@ -261,11 +271,11 @@ WEFT_NCCL_DECLARE(ncclResult_t, ncclAllReduce,
                   (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclReduceScatter,
-                  (const void *sendbuff, void *recvbuff, size_t recvcount,
-                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
+                  (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclAllGather,
-                  (const void *sendbuff, void *recvbuff, size_t sendcount,
-                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream));
+                  (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                   ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclAlltoAll,
                   (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                    ncclComm_t comm, cudaStream_t stream));
@@ -281,8 +291,8 @@ WEFT_NCCL_DECLARE(ncclResult_t, ncclSend,
                   (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                    ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclRecv,
-                  (void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                   ncclComm_t comm, cudaStream_t stream));
+                  (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                   cudaStream_t stream));
 
 /* ---- One-sided ---- */
 WEFT_NCCL_DECLARE(ncclResult_t, ncclPutSignal,

@@ -9,7 +9,7 @@
 /* Defines pncclX, the one definition, and makes ncclX a weak alias of it: NCCL's export scheme,
  * so that a profiler or shim may define ncclX itself and call through to pncclX. The body
  * follows the macro: NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t c, int *n) { ... } */
-#define NCCL_API(ret, name, ...)                                                          \
+#define NCCL_API(ret, name, ...)                                                        \
   ret name(__VA_ARGS__) __attribute__((weak, alias("p" #name), visibility("default"))); \
   __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)
 
@@ -20,7 +20,7 @@ struct ncclComm {
   unsigned magic;
   weft_comm_t *w;
   int rank, nranks;
-  int cuda_dev; /* the CUDA device current at init, or 0 without a CUDA runtime */
+  int cuda_dev;               /* the CUDA device current at init, or 0 without a CUDA runtime */
   struct ncclComm *next_dead; /* init.c's list of aborted wrappers */
 };
 

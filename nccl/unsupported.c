@@ -40,8 +40,7 @@ NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
   return nccl_check_comm(comm, "ncclCommResume");
 }
 
-NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
-         uint64_t *value) {
+NCCL_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value) {
   (void)stat;
   ncclResult_t res = nccl_check_comm(comm, "ncclCommMemStats");
   if (res != ncclSuccess) return res;
@@ -132,10 +131,10 @@ NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const void *devComm)
 }
 
 /* The four pointer queries take (window, offset, ...): weft refuses before reading the rest. */
-#define POINTER_QUERY(name)                                       \
+#define POINTER_QUERY(name)                                          \
   NCCL_API(ncclResult_t, name, ncclWindow_t window, size_t offset) { \
-    (void)window, (void)offset;                                   \
-    return REFUSE(name, NO_DEVICE_API);                           \
+    (void)window, (void)offset;                                      \
+    return REFUSE(name, NO_DEVICE_API);                              \
   }
 POINTER_QUERY(ncclGetLsaMultimemDevicePointer)
 POINTER_QUERY(ncclGetMultimemDevicePointer)
@@ -143,10 +142,8 @@ POINTER_QUERY(ncclGetLsaDevicePointer)
 POINTER_QUERY(ncclGetPeerDevicePointer)
 
 /* The resource requirements of device-side barriers and all-to-alls: refused unread. */
-#define REQUIREMENT(name)                        \
-  NCCL_API(ncclResult_t, name, void) {          \
-    return REFUSE(name, NO_DEVICE_API);          \
-  }
+#define REQUIREMENT(name) \
+  NCCL_API(ncclResult_t, name, void) { return REFUSE(name, NO_DEVICE_API); }
 REQUIREMENT(ncclGinBarrierCreateRequirement)
 REQUIREMENT(ncclGinInboxA2ACreateRequirement)
 REQUIREMENT(ncclGinOutboxCreateRequirement)
@@ -155,11 +152,11 @@ REQUIREMENT(ncclLLA2ACreateRequirement)
 
 /* These return a value, not a result: an empty team, rank -1 and 0 slots, and the reason in
  * ncclGetLastError. */
-#define TEAM(name)                                  \
+#define TEAM(name)                                    \
   NCCL_API(weft_nccl_team_t, name, ncclComm_t comm) { \
-    (void)comm;                                     \
-    REFUSE(name, NO_DEVICE_API);                    \
-    return (weft_nccl_team_t){0, -1, 0};            \
+    (void)comm;                                       \
+    REFUSE(name, NO_DEVICE_API);                      \
+    return (weft_nccl_team_t){0, -1, 0};              \
   }
 TEAM(ncclTeamWorld)
 TEAM(ncclTeamLsa)
@@ -204,10 +201,8 @@ NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
 
 /* NCCL 2.30's parameter API (ncclParam*), which NCCL's 2.29 headers do not declare; weft takes
  * its settings from WEFT_* variables. Refused unread, whatever the arguments. */
-#define PARAM(name)                      \
-  NCCL_API(ncclResult_t, name, void) {  \
-    return NOT_YET(name);                \
-  }
+#define PARAM(name) \
+  NCCL_API(ncclResult_t, name, void) { return NOT_YET(name); }
 PARAM(ncclParamBind)
 PARAM(ncclParamDumpAll)
 PARAM(ncclParamGet)

@@ -5,10 +5,10 @@
 // (weft.h's host mode), 4 real processes on loopback.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,17 +24,17 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-#define CHECK_NCCL(call)                                                                  \
-  do {                                                                                    \
-    ncclResult_t res_ = (call);                                                           \
-    if (res_ != ncclSuccess)                                                              \
-      return "rank " + std::to_string(rank) + ": " #call ": " + ncclGetErrorString(res_) + \
-             ": " + ncclGetLastError(nullptr);                                            \
+#define CHECK_NCCL(call)                                                                          \
+  do {                                                                                            \
+    ncclResult_t res_ = (call);                                                                   \
+    if (res_ != ncclSuccess)                                                                      \
+      return "rank " + std::to_string(rank) + ": " #call ": " + ncclGetErrorString(res_) + ": " + \
+             ncclGetLastError(nullptr);                                                           \
   } while (0)
 
-#define CHECK_TRUE(cond, what)                                               \
-  do {                                                                       \
-    if (!(cond)) return "rank " + std::to_string(rank) + ": " + (what);      \
+#define CHECK_TRUE(cond, what)                                          \
+  do {                                                                  \
+    if (!(cond)) return "rank " + std::to_string(rank) + ": " + (what); \
   } while (0)
 
 // All-reduce (int32 sum, float32 max, float64 avg), broadcast from rank 1, in-place bcast from
@@ -86,8 +86,8 @@ std::string check_collectives(ncclComm_t comm, int rank, int n) {
   {
     std::vector<float> in(count * n), out(count, -1);
     for (size_t i = 0; i < count * n; i++) in[i] = static_cast<float>(i / count + rank);
-    CHECK_NCCL(ncclReduceScatter(in.data(), out.data(), count, ncclFloat32, ncclSum, comm,
-                                 nullptr));
+    CHECK_NCCL(
+        ncclReduceScatter(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr));
     for (size_t i = 0; i < count; i++)
       CHECK_TRUE(out[i] == rank * n + n * (n - 1) / 2.0f, "reduce-scatter");
     // In place: recvbuff is sendbuff + rank * recvcount.
@@ -155,7 +155,8 @@ TEST(NcclApi, SendRecvRingsInNestedGroups) {
         ncclComm_t comm = nullptr;
         CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
         const size_t count = 5000;
-        std::vector<float> out(count, static_cast<float>(rank)), back(count, static_cast<float>(rank));
+        std::vector<float> out(count, static_cast<float>(rank)),
+            back(count, static_cast<float>(rank));
         std::vector<float> from_left(count, -1), from_right(count, -1);
         int right = (rank + 1) % n, left = (rank + n - 1) % n;
         CHECK_NCCL(ncclGroupStart());
@@ -227,8 +228,9 @@ TEST(NcclApi, ConfigsOfEverySizeAndSplit) {
           int blocking = s.size == 88 ? 0 : 1;
           memcpy(cfg.bytes + offsetof(ncclConfig_t, blocking), &blocking, sizeof blocking);
           ncclResult_t res = ncclCommInitRankConfig(&comm, n, ids[k], rank, cfg.get());
-          CHECK_TRUE(res == ncclSuccess || res == ncclInProgress,
-                     "config of " + std::to_string(s.size) + " bytes: " + ncclGetLastError(nullptr));
+          CHECK_TRUE(
+              res == ncclSuccess || res == ncclInProgress,
+              "config of " + std::to_string(s.size) + " bytes: " + ncclGetLastError(nullptr));
           ncclResult_t state = ncclInProgress;
           while (state == ncclInProgress) CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
           CHECK_TRUE(state == ncclSuccess, "init state");

@@ -25,18 +25,18 @@ const char* engine_name() {
   return e && *e ? e : "emulated";
 }
 
-#define CHECK_NCCL(call)                                                                  \
-  do {                                                                                    \
-    ncclResult_t res_ = (call);                                                           \
-    if (res_ != ncclSuccess)                                                              \
-      return "rank " + std::to_string(rank) + ": " #call ": " + ncclGetErrorString(res_) + \
-             ": " + ncclGetLastError(nullptr);                                            \
+#define CHECK_NCCL(call)                                                                          \
+  do {                                                                                            \
+    ncclResult_t res_ = (call);                                                                   \
+    if (res_ != ncclSuccess)                                                                      \
+      return "rank " + std::to_string(rank) + ": " #call ": " + ncclGetErrorString(res_) + ": " + \
+             ncclGetLastError(nullptr);                                                           \
   } while (0)
 
-#define CHECK_WEFT(call)                                                                   \
-  do {                                                                                     \
-    if ((call) != WEFT_SUCCESS)                                                            \
-      return "rank " + std::to_string(rank) + ": " #call ": " + weft_last_error();         \
+#define CHECK_WEFT(call)                                                           \
+  do {                                                                             \
+    if ((call) != WEFT_SUCCESS)                                                    \
+      return "rank " + std::to_string(rank) + ": " #call ": " + weft_last_error(); \
   } while (0)
 
 #define CHECK_TRUE(cond, what)                                          \
