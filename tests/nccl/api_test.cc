@@ -327,6 +327,39 @@ TEST(NcclApi, AbortFromAnotherThreadEndsABlockedCall) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// ncclCommShrink: ranks 0-2 leave rank 3 out (it calls nothing and aborts later) and use the
+// new communicator of 3.
+TEST(NcclApi, ShrinkLeavesARankOut) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      4,
+      [&](int rank, int n, int) -> std::string {
+        ncclComm_t comm = nullptr;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        if (rank == 3) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          CHECK_NCCL(ncclCommAbort(comm));
+          return "";
+        }
+        int out[] = {3};
+        ncclComm_t small = nullptr;
+        CHECK_NCCL(ncclCommShrink(comm, out, 1, &small, nullptr, NCCL_SHRINK_DEFAULT));
+        int count = -1, me = -1;
+        CHECK_NCCL(ncclCommCount(small, &count));
+        CHECK_NCCL(ncclCommUserRank(small, &me));
+        CHECK_TRUE(count == 3 && me == rank, "shrunk shape");
+        int32_t x = rank + 1;
+        CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, small, nullptr));
+        CHECK_TRUE(x == 6, "all-reduce on the shrunk communicator: " + std::to_string(x));
+        CHECK_NCCL(ncclCommDestroy(small));
+        CHECK_NCCL(ncclCommAbort(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 TEST(NcclApi, VersionAndErrorStrings) {
   int v = 0;
   EXPECT_EQ(ncclGetVersion(&v), ncclSuccess);
