@@ -1,14 +1,16 @@
-"""setup.py -- the build steps pyproject.toml cannot declare: the version, and libweft.so.
+"""setup.py -- the build steps pyproject.toml cannot declare: the version, and the libraries.
 
 The package is built from a weft checkout (`pip install ./python`, `pip wheel ./python`):
 
 * its version is the library's, read from the WEFT_VERSION_* macros of include/weft.h, the one
   place it is written (weft.__version__ reads it back from the installed metadata);
-* build_py runs the same Bazel build as `bazel build //:libweft.so` in the checkout and copies
-  the library into the built package, so the wheel or installation carries it and nothing needs
-  WEFT_LIBRARY. Bazel rebuilds only what changed, so a library already built costs nothing.
-  WEFT_LIBWEFT=/path/to/libweft.so packages that file instead of running Bazel (a library built
-  separately, as a distribution's build does). BAZEL may carry startup options
+* build_py runs the same Bazel build as `bazel build //:libweft.so //nccl:libnccl.so.2` in the
+  checkout and copies both libraries into the built package, so the wheel or installation carries
+  them and nothing needs WEFT_LIBRARY (libnccl.so.2 is weft behind the NCCL API, for LD_PRELOAD:
+  weft.nccl_library() gives its path). Bazel rebuilds only what changed, so libraries already
+  built cost nothing. WEFT_LIBWEFT=/path/to/libweft.so packages that file instead of running
+  Bazel (a library built separately, as a distribution's build does), with
+  WEFT_LIBNCCL=/path/to/libnccl.so.2 if it is to carry that one too. BAZEL may carry startup options
   (BAZEL="bazel --output_base=/tmp/ob"), BAZEL_FLAGS build options (e.g. --config=nocuda).
 
 The wheel holds a Linux shared library but no Python extension (ctypes loads it), so it is tagged
@@ -44,13 +46,20 @@ def weft_version():
     return ".".join(parts)
 
 
-def libweft_path():
-    """The libweft.so to package: $WEFT_LIBWEFT, else Bazel's, built now."""
+def library_paths():
+    """{name in the package: file} to package: $WEFT_LIBWEFT (and $WEFT_LIBNCCL), else Bazel's,
+    built now."""
     given = os.environ.get("WEFT_LIBWEFT")
     if given:
         if not os.path.isfile(given):
             raise SystemExit(f"weft: WEFT_LIBWEFT={given}: no such file")
-        return given
+        paths = {"libweft.so": given}
+        nccl = os.environ.get("WEFT_LIBNCCL")
+        if nccl:
+            if not os.path.isfile(nccl):
+                raise SystemExit(f"weft: WEFT_LIBNCCL={nccl}: no such file")
+            paths["libnccl.so.2"] = nccl
+        return paths
     if not (ROOT / "WORKSPACE").is_file():
         raise SystemExit(f"weft: no Bazel workspace at {ROOT}; {CHECKOUT_HINT}, or set "
                          "WEFT_LIBWEFT to a built libweft.so")
@@ -61,28 +70,30 @@ def libweft_path():
                          "scripts/install-deps.sh installs it (or set WEFT_LIBWEFT to a built "
                          "libweft.so)")
     try:
-        subprocess.run(bazel + ["build"] + flags + ["//:libweft.so"], cwd=ROOT, check=True)
+        subprocess.run(bazel + ["build"] + flags + ["//:libweft.so", "//nccl:libnccl.so.2"],
+                       cwd=ROOT, check=True)
         out = subprocess.run(bazel + ["info"] + flags + ["bazel-bin"], cwd=ROOT, check=True,
                              stdout=subprocess.PIPE, text=True).stdout.strip()
     except subprocess.CalledProcessError as e:
         raise SystemExit(f"weft: `{shlex.join(e.cmd)}` in {ROOT} failed (status "
                          f"{e.returncode}); its output above says why") from e
-    return os.path.join(out, "libweft.so")
+    return {"libweft.so": os.path.join(out, "libweft.so"),
+            "libnccl.so.2": os.path.join(out, "nccl", "libnccl.so.2")}
 
 
 class BuildPyWithLibrary(build_py):
-    """build_py, then libweft.so next to the package's modules."""
+    """build_py, then libweft.so (and libnccl.so.2) next to the package's modules."""
 
     def run(self):
         super().run()
-        src = libweft_path()
-        dst = Path(self.build_lib) / "weft" / "libweft.so"
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if dst.exists():
-            dst.unlink()  # Bazel's outputs are read-only, and so is an earlier copy
-        shutil.copyfile(src, dst)
-        os.chmod(dst, 0o755)
-        print(f"weft: packaged {src} as {dst}")
+        for name, src in library_paths().items():
+            dst = Path(self.build_lib) / "weft" / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.exists():
+                dst.unlink()  # Bazel's outputs are read-only, and so is an earlier copy
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o755)
+            print(f"weft: packaged {src} as {dst}")
 
 
 class LibraryDistribution(Distribution):

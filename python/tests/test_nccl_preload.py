@@ -10,8 +10,8 @@ libtorch_cuda.so, read without calling the library), so it is only printed, not 
 
 Needs a torch build with CUDA (libtorch_cuda.so, which links libnccl.so.2): the torch 2.13 CUDA
 wheel does; Debian's torch 1.13 and the CPU wheels have nothing that loads NCCL, so it skips
-there. The library is $WEFT_LIBNCCL, else built now with Bazel as python/setup.py builds
-libweft.so (BAZEL and BAZEL_FLAGS as there).
+there. The library is $WEFT_LIBNCCL, else the installed package's (weft.nccl_library()), else
+built now with Bazel as python/setup.py builds it (BAZEL and BAZEL_FLAGS as there).
 """
 import json
 import os
@@ -39,6 +39,15 @@ def libnccl_path():
     given = os.environ.get("WEFT_LIBNCCL")
     if given:
         return given
+    try:
+        import weft
+    except ImportError:
+        weft = None
+    if weft is not None and hasattr(weft, "nccl_library"):
+        try:
+            return weft.nccl_library()
+        except weft.LibraryNotFoundError:
+            pass
     bazel = shlex.split(os.environ.get("BAZEL", "bazel"))
     flags = shlex.split(os.environ.get("BAZEL_FLAGS", ""))
     if shutil.which(bazel[0]) is None or not (ROOT / "WORKSPACE").is_file():

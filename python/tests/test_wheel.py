@@ -1,5 +1,6 @@
-"""The package as a user gets it: a wheel built from the checkout carries libweft.so, and in a clean
-venv (no system packages, no WEFT_LIBRARY, not run from the checkout) it runs a 2-rank all-reduce."""
+"""The package as a user gets it: a wheel built from the checkout carries libweft.so (and
+libnccl.so.2, weft behind the NCCL API), and in a clean venv (no system packages, no WEFT_LIBRARY,
+not run from the checkout) it runs a 2-rank all-reduce."""
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import array, os, sys, weft
 here = os.path.dirname(weft.__file__)
 assert here.startswith(sys.prefix), (here, sys.prefix)  # the venv's copy, not the checkout's
 assert weft.library_path() == os.path.join(here, "libweft.so"), weft.library_path()
+assert weft.nccl_library() == os.path.join(here, "libnccl.so.2"), weft.nccl_library()
 assert weft.__version__ == "%(version)s", weft.__version__
 assert weft.version() == tuple(int(p) for p in "%(version)s".split(".")), weft.version()
 with weft.Comm() as comm:
@@ -47,7 +49,8 @@ def test_wheel_in_clean_venv(tmp_path):
     wheels = list(dist.glob("weft-*.whl"))
     assert len(wheels) == 1, wheels
     assert wheels[0].name == f"weft-{version}-py3-none-linux_x86_64.whl", wheels[0].name
-    assert "weft/libweft.so" in zipfile.ZipFile(wheels[0]).namelist()
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "weft/libweft.so" in names and "weft/libnccl.so.2" in names, names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], env=env, check=True, timeout=300)

@@ -19,7 +19,8 @@ from .request import Request
 
 __all__ = [
     "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "P2POp", "Request",
-    "Result", "WeftError", "as_buffer", "build_features", "library_path", "version",
+    "Result", "WeftError", "as_buffer", "build_features", "library_path", "nccl_library",
+    "version",
 ]
 try:  # include/weft.h's version, which setup.py gave the installed distribution
     __version__ = _metadata.version("weft")
@@ -47,3 +48,11 @@ def build_features():
 def library_path():
     """The libweft.so this package uses ($WEFT_LIBRARY, else the one next to the package)."""
     return _lib.library_path()
+
+
+def nccl_library():
+    """The path of weft's libnccl.so.2 (weft behind the NCCL API) that the package carries, for
+    LD_PRELOAD under programs built against NCCL: `LD_PRELOAD=$(python -c 'import weft;
+    print(weft.nccl_library())') python train.py`. Raises LibraryNotFoundError where the package
+    was built without it (WEFT_LIBWEFT without WEFT_LIBNCCL)."""
+    return _lib.nccl_library_path()

@@ -71,6 +71,18 @@ def library_path():
     )
 
 
+def nccl_library_path():
+    """libnccl.so.2 next to this package (setup.py packages it with libweft.so)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libnccl.so.2")
+    if os.path.isfile(here):
+        return here
+    raise LibraryNotFoundError(
+        f"weft: libnccl.so.2 not found (there is no {here}): install the package with "
+        "`pip install ./python` in the weft checkout, which builds it "
+        "(`bazel build //nccl:libnccl.so.2`), or set WEFT_LIBNCCL along with WEFT_LIBWEFT"
+    )
+
+
 def load():
     """The loaded library, with every prototype declared."""
     global _lib
