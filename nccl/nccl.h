@@ -14,9 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* CUDA's own definition, repeated (an identical typedef may appear twice), so that this header
- * needs no CUDA toolkit; it agrees with cuda_runtime.h when both are included. */
+/* CUDA's own definition, so that this header needs no CUDA toolkit; skipped where
+ * cuda_runtime.h (driver_types.h) came first, and identical to it where it comes later (C11 and
+ * C++ allow the repetition). */
+#ifndef __DRIVER_TYPES_H__
 typedef struct CUstream_st *cudaStream_t;
+#endif
 
 #ifdef __cplusplus
 extern "C" {
