@@ -52,6 +52,11 @@ ncclResult_t nccl_from_weft(weft_result_t r) {
 }
 
 ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call) {
+  ncclResult_t res = nccl_check_handle(c, call);
+  return res == ncclSuccess ? nccl_comm_ready((struct ncclComm *)c, call) : res;
+}
+
+ncclResult_t nccl_check_handle(const struct ncclComm *c, const char *call) {
   if (!c) return nccl_fail(ncclInvalidArgument, "%s: comm is NULL", call);
   /* Atomic: ncclCommAbort may turn it from another thread. */
   unsigned magic = __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE);

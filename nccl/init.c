@@ -101,8 +101,9 @@ static int current_cuda_device(void) {
 }
 
 /* Reads what the caller's config declares, never past its `size` and never writing to it.
- * NULL stands for the defaults. */
-static ncclResult_t read_config(const ncclConfig_t *cfg, const char *call) {
+ * NULL stands for the defaults. *blocking: the config's `blocking` (1 unless it says 0). */
+static ncclResult_t read_config(const ncclConfig_t *cfg, const char *call, int *blocking) {
+  *blocking = 1;
   if (!cfg) return ncclSuccess;
   size_t size;
   unsigned magic, version;
@@ -119,24 +120,124 @@ static ncclResult_t read_config(const ncclConfig_t *cfg, const char *call) {
   if (version < (unsigned)NCCL_VERSION(2, 14, 0))
     return nccl_fail(ncclInvalidArgument, "%s: config version %u is older than any config", call,
                      version);
-  /* Every option tunes NCCL's kernels or channels, which weft has not: blocking = 0 is honoured
-   * by completing each call before it returns (ncclSuccess, which a nonblocking caller accepts
-   * as well as ncclInProgress), and the others leave nothing to do. */
+  /* blocking = 0 makes init return ncclInProgress at once (ncclCommInitRankConfig); calls on the
+   * communicator then complete before they return (ncclSuccess, which a nonblocking caller
+   * accepts as well as ncclInProgress). Every other option tunes NCCL's kernels or channels,
+   * which weft has not. */
+  if (size >= offsetof(ncclConfig_t, blocking) + sizeof(int)) {
+    int b;
+    memcpy(&b, (const char *)cfg + offsetof(ncclConfig_t, blocking), sizeof b);
+    if (b == 0) *blocking = 0;
+  }
   return ncclSuccess;
 }
 
-static ncclResult_t wrap(weft_comm_t *w, struct ncclComm **out) {
+static struct ncclComm *wrapper_new(void) {
   struct ncclComm *c = calloc(1, sizeof *c);
-  if (!c) {
-    weft_comm_destroy(w);
-    return nccl_fail(ncclSystemError, "out of memory for a communicator");
+  if (!c) return NULL;
+  if (pthread_mutex_init(&c->init_mu, NULL) != 0) {
+    free(c);
+    return NULL;
   }
   c->magic = NCCL_COMM_MAGIC;
+  return c;
+}
+
+static void wrapper_free(struct ncclComm *c) {
+  c->magic = 0;
+  pthread_mutex_destroy(&c->init_mu);
+  free(c);
+}
+
+/* Fills what the queries answer from weft's communicator. */
+static void adopt(struct ncclComm *c, weft_comm_t *w) {
   c->w = w;
   weft_comm_rank(w, &c->rank);
   weft_comm_size(w, &c->nranks);
   c->cuda_dev = current_cuda_device();
+}
+
+static ncclResult_t wrap(weft_comm_t *w, struct ncclComm **out) {
+  struct ncclComm *c = wrapper_new();
+  if (!c) {
+    weft_comm_destroy(w);
+    return nccl_fail(ncclSystemError, "out of memory for a communicator");
+  }
+  adopt(c, w);
+  c->initialized = c->joined = 1;
   *out = c;
+  return ncclSuccess;
+}
+
+/* ---- Nonblocking init ---------------------------------------------------------------------
+ *
+ * With blocking = 0, ncclCommInitRankConfig hands the init to a thread of its own and returns
+ * ncclInProgress with the communicator set; ncclCommGetAsyncError answers ncclInProgress until
+ * the init has finished, then its outcome (as XLA and torch poll). Any other call on the
+ * communicator first waits for the init (nccl_comm_ready), so it never sees half of one. */
+
+typedef struct {
+  struct ncclComm *c;
+  int nranks, rank;
+  weft_id_t id;
+} pending_init_t;
+
+static void *init_main(void *arg) {
+  pending_init_t *p = arg;
+  struct ncclComm *c = p->c;
+  weft_comm_t *w = NULL;
+  weft_result_t r = weft_comm_init(&w, p->nranks, p->rank, p->id.host, p->id.port);
+  if (r == WEFT_SUCCESS) {
+    adopt(c, w);
+  } else {
+    c->init_res = nccl_from_weft(r);
+    snprintf(c->init_err, sizeof c->init_err, "%s", weft_last_error());
+  }
+  free(p);
+  __atomic_store_n(&c->initialized, 1, __ATOMIC_RELEASE); /* publishes w and init_res */
+  return NULL;
+}
+
+static ncclResult_t init_nonblocking(struct ncclComm **out, int nranks, int rank,
+                                     const weft_id_t *id) {
+  struct ncclComm *c = wrapper_new();
+  pending_init_t *p = malloc(sizeof *p);
+  if (!c || !p) {
+    free(p);
+    if (c) wrapper_free(c);
+    return nccl_fail(ncclSystemError, "ncclCommInitRankConfig: out of memory");
+  }
+  *p = (pending_init_t){c, nranks, rank, *id};
+  c->nonblocking = 1;
+  c->rank = rank;
+  c->nranks = nranks;
+  int err = pthread_create(&c->init_thread, NULL, init_main, p);
+  if (err != 0) {
+    free(p);
+    wrapper_free(c);
+    return nccl_fail(ncclSystemError, "ncclCommInitRankConfig: starting the init thread: %s",
+                     strerror(err));
+  }
+  *out = c;
+  return ncclInProgress;
+}
+
+/* Joins the init thread once (after which w and init_res are plain to read). */
+static void init_join(struct ncclComm *c) {
+  pthread_mutex_lock(&c->init_mu);
+  if (!c->joined) {
+    pthread_join(c->init_thread, NULL);
+    c->joined = 1;
+  }
+  pthread_mutex_unlock(&c->init_mu);
+}
+
+ncclResult_t nccl_comm_ready(struct ncclComm *c, const char *call) {
+  if (!c->nonblocking) return ncclSuccess;
+  init_join(c);
+  if (c->init_res != ncclSuccess)
+    return nccl_fail(c->init_res, "%s: the communicator's nonblocking init failed: %s", call,
+                     c->init_err);
   return ncclSuccess;
 }
 
@@ -147,7 +248,8 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t *comm, int nranks, ncc
   *comm = NULL;
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return nccl_fail(ncclInvalidArgument, "%s: rank %d of %d ranks", call, rank, nranks);
-  ncclResult_t res = read_config(config, call);
+  int blocking;
+  ncclResult_t res = read_config(config, call, &blocking);
   if (res != ncclSuccess) return res;
   weft_id_t id;
   memcpy(&id, &commId, sizeof id);
@@ -155,6 +257,7 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t *comm, int nranks, ncc
   if (memcmp(id.magic, ID_MAGIC, sizeof id.magic) != 0)
     return nccl_fail(ncclInvalidArgument, "%s: the unique id was not made by ncclGetUniqueId",
                      call);
+  if (!blocking) return init_nonblocking(comm, nranks, rank, &id);
   weft_comm_t *w = NULL;
   weft_result_t r = weft_comm_init(&w, nranks, rank, id.host, id.port);
   if (r != WEFT_SUCCESS) return nccl_from_weft(r);
@@ -237,7 +340,8 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
   *newcomm = NULL;
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return nccl_fail(ncclInvalidArgument, "ncclCommSplit: color %d is negative", color);
-  if ((res = read_config(config, "ncclCommSplit")) != ncclSuccess) return res;
+  int blocking; /* a split completes before it returns, nonblocking or not */
+  if ((res = read_config(config, "ncclCommSplit", &blocking)) != ncclSuccess) return res;
   weft_comm_t *w = NULL;
   weft_result_t r = weft_comm_split(comm->w, color < 0 ? WEFT_SPLIT_NOCOLOR : color, key, &w);
   if (r != WEFT_SUCCESS) return nccl_from_weft(r);
@@ -256,7 +360,8 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
   if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
     return nccl_fail(ncclInvalidArgument, "ncclCommShrink: %d excluded ranks at %p",
                      excludeRanksCount, (void *)excludeRanksList);
-  if ((res = read_config(config, "ncclCommShrink")) != ncclSuccess) return res;
+  int blocking; /* as split's */
+  if ((res = read_config(config, "ncclCommShrink", &blocking)) != ncclSuccess) return res;
   weft_comm_t *w = NULL;
   weft_result_t r = weft_comm_shrink(comm->w, excludeRanksList, excludeRanksCount, &w);
   if (r != WEFT_SUCCESS) return nccl_from_weft(r);
@@ -273,12 +378,14 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   if (__atomic_load_n(&comm->magic, __ATOMIC_ACQUIRE) == NCCL_COMM_DEAD)
     return ncclSuccess; /* destroy after abort */
-  ncclResult_t res = nccl_check_comm(comm, "ncclCommDestroy");
+  ncclResult_t res = nccl_check_handle(comm, "ncclCommDestroy");
   if (res != ncclSuccess) return res;
-  weft_result_t r = weft_comm_destroy(comm->w);
-  if (r != WEFT_SUCCESS) return nccl_from_weft(r);
-  comm->magic = 0;
-  free(comm);
+  init_join(comm); /* a nonblocking init finishes first; a failed one left no communicator */
+  if (comm->w) {
+    weft_result_t r = weft_comm_destroy(comm->w);
+    if (r != WEFT_SUCCESS) return nccl_from_weft(r);
+  }
+  wrapper_free(comm);
   return ncclSuccess;
 }
 
@@ -292,8 +399,10 @@ static pthread_mutex_t aborted_lock = PTHREAD_MUTEX_INITIALIZER;
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (!comm || __atomic_load_n(&comm->magic, __ATOMIC_ACQUIRE) == NCCL_COMM_DEAD)
     return ncclSuccess;
-  ncclResult_t res = nccl_check_comm(comm, "ncclCommAbort");
+  ncclResult_t res = nccl_check_handle(comm, "ncclCommAbort");
   if (res != ncclSuccess) return res;
+  /* A nonblocking init cannot be cut short: it ends within WEFT_CONNECT_TIMEOUT_MS. */
+  init_join(comm);
   /* Two threads may abort at once: only the one that turns the magic aborts. */
   unsigned live = NCCL_COMM_MAGIC;
   if (!__atomic_compare_exchange_n(&comm->magic, &live, NCCL_COMM_DEAD, 0, __ATOMIC_ACQ_REL,
@@ -303,14 +412,23 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   comm->next_dead = aborted;
   aborted = comm;
   pthread_mutex_unlock(&aborted_lock);
-  return nccl_from_weft(weft_comm_abort(comm->w));
+  return comm->w ? nccl_from_weft(weft_comm_abort(comm->w)) : ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t *asyncError) {
-  ncclResult_t res = nccl_check_comm(comm, "ncclCommGetAsyncError");
+  ncclResult_t res = nccl_check_handle(comm, "ncclCommGetAsyncError");
   if (res != ncclSuccess) return res;
   if (!asyncError)
     return nccl_fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  /* The one call that does not wait for a nonblocking init: it is how the caller polls it. */
+  if (comm->nonblocking && !__atomic_load_n(&comm->initialized, __ATOMIC_ACQUIRE)) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
+  if ((res = nccl_comm_ready(comm, "ncclCommGetAsyncError")) != ncclSuccess) {
+    *asyncError = res; /* the init's failure, whose message is now this thread's last error */
+    return ncclSuccess;
+  }
   weft_result_t async = WEFT_SUCCESS;
   weft_result_t r = weft_comm_get_async_error(comm->w, &async);
   if (r != WEFT_SUCCESS) return nccl_from_weft(r);

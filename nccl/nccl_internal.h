@@ -3,6 +3,8 @@
 #ifndef WEFT_NCCL_NCCL_INTERNAL_H_
 #define WEFT_NCCL_NCCL_INTERNAL_H_
 
+#include <pthread.h>
+
 #include "include/weft.h"
 #include "nccl/nccl.h"
 
@@ -22,7 +24,21 @@ struct ncclComm {
   int rank, nranks;
   int cuda_dev;               /* the CUDA device current at init, or 0 without a CUDA runtime */
   struct ncclComm *next_dead; /* init.c's list of aborted wrappers */
+  /* A nonblocking init (config blocking = 0) runs on init_thread; until `initialized` is set
+   * (release, by that thread) w and the fields above are not yet valid. init_res and init_err
+   * are its outcome. init_mu guards the one join, made by the first call that needs the
+   * communicator (nccl_comm_ready). A blocking init leaves a communicator with both set. */
+  int nonblocking, initialized, joined;
+  pthread_t init_thread;
+  pthread_mutex_t init_mu;
+  ncclResult_t init_res;
+  char init_err[512];
 };
+
+/* init.c */
+/* Waits for a nonblocking init to finish (at once for a blocking one); its failure, if any, is
+ * returned with a message naming `call`. */
+ncclResult_t nccl_comm_ready(struct ncclComm *c, const char *call);
 
 /* errors.c */
 /* Sets this thread's last error ("weft: " and the message) and returns `code`. */
@@ -31,8 +47,11 @@ ncclResult_t nccl_fail(ncclResult_t code, const char *fmt, ...)
 /* Translates a weft result; on failure the last error becomes "weft: <weft_last_error()>". */
 ncclResult_t nccl_from_weft(weft_result_t r);
 /* Checks a communicator handle: NULL, never made, destroyed or aborted give ncclInvalidArgument
- * (ncclInvalidUsage for aborted) with a message naming `call`. */
+ * (ncclInvalidUsage for aborted) with a message naming `call`; then waits for a nonblocking init
+ * to finish (nccl_comm_ready). */
 ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call);
+/* The handle checks alone, without waiting for a nonblocking init. */
+ncclResult_t nccl_check_handle(const struct ncclComm *c, const char *call);
 ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call);
 ncclResult_t nccl_op(ncclRedOp_t op, weft_op_t *out, const char *call);
 

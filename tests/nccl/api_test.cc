@@ -263,6 +263,92 @@ TEST(NcclApi, ConfigsOfEverySizeAndSplit) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// A nonblocking init (blocking = 0): the call returns ncclInProgress at once while a rank is
+// still missing, ncclCommGetAsyncError says ncclInProgress until every rank joined and then
+// ncclSuccess, and the communicator works. Rank 1 arrives 500 ms late.
+TEST(NcclApi, NonblockingInitReturnsInProgressAndIsPolled) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int) -> std::string {
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        ncclComm_t comm = nullptr;
+        auto t0 = std::chrono::steady_clock::now();
+        ncclResult_t res = ncclCommInitRankConfig(&comm, n, id, rank, &cfg);
+        double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        CHECK_TRUE(comm != nullptr, "no communicator from a nonblocking init");
+        ncclResult_t state = ncclInProgress;
+        int polls = 0;
+        CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+        if (rank == 0) {
+          CHECK_TRUE(res == ncclInProgress, std::string("init returned ") +
+                                                ncclGetErrorString(res) + " with a rank missing");
+          CHECK_TRUE(took < 0.2, "a nonblocking init took " + std::to_string(took) + " s");
+          CHECK_TRUE(state == ncclInProgress, "polled right after init: not in progress");
+        }
+        while (state == ncclInProgress) {
+          polls++;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+        }
+        CHECK_TRUE(state == ncclSuccess, std::string("init ended with ") +
+                                             ncclGetErrorString(state) + ": " +
+                                             ncclGetLastError(nullptr));
+        int count = -1;
+        CHECK_NCCL(ncclCommCount(comm, &count));
+        CHECK_TRUE(count == n, "count after a nonblocking init");
+        int32_t x = rank + 1;
+        CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr));
+        CHECK_TRUE(x == 3, "all-reduce after a nonblocking init: " + std::to_string(x));
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+// A nonblocking init that cannot complete (its peer never comes) is reported by
+// ncclCommGetAsyncError with the reason, within the connect timeout; the communicator is then
+// destroyed without trouble, and a call on it says why it cannot run.
+TEST(NcclApi, NonblockingInitFailureIsReportedByThePoll) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  setenv("WEFT_CONNECT_TIMEOUT_MS", "1000", 1);
+  auto results = mp_run(
+      1,
+      [&](int rank, int, int) -> std::string {
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        ncclComm_t comm = nullptr;
+        ncclResult_t res = ncclCommInitRankConfig(&comm, 2, id, 0, &cfg);  // rank 1 never comes
+        CHECK_TRUE(res == ncclInProgress, std::string("init returned ") + ncclGetErrorString(res));
+        ncclResult_t state = ncclInProgress;
+        auto t0 = std::chrono::steady_clock::now();
+        while (state == ncclInProgress) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+        }
+        double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::string why = ncclGetLastError(nullptr);
+        CHECK_TRUE(state != ncclSuccess, "an init without its peer succeeded");
+        CHECK_TRUE(took < 10, "the failure took " + std::to_string(took) + " s to show");
+        CHECK_TRUE(contains(why, "comm_init"), "the poll's last error does not say why: " + why);
+        int32_t x = 1;
+        ncclResult_t call = ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr);
+        std::string msg = ncclGetLastError(nullptr);
+        CHECK_TRUE(call != ncclSuccess && contains(msg, "nonblocking init failed"),
+                   "a call after the failed init: " + msg);
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  unsetenv("WEFT_CONNECT_TIMEOUT_MS");
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 // ncclCommInitAll: 3 ranks in one process, then one group over the 3 communicators (an
 // all-reduce on each and a send/recv ring), which the thread issues without waiting on itself.
 TEST(NcclApi, InitAllAndAGroupOverItsCommunicators) {
