@@ -19,6 +19,7 @@ extern "C" {
 #include "transport/transport.h"
 }
 #include "tests/harness/flood.h"
+#include "tests/transport/tcp_pair.h"
 
 namespace {
 
@@ -29,37 +30,6 @@ double now_s() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct Rank {
-  weft_config_t cfg;
-  transport_t *t = nullptr;
-  net_addr_t addr;
-};
-
-void Create(Rank &r, int rank, const char *token) {
-  ASSERT_EQ(config_load(&r.cfg, nullptr, nullptr), WEFT_SUCCESS) << err_last();
-  r.cfg.connect_timeout_ms = 8000;
-  snprintf(r.cfg.job_token, sizeof r.cfg.job_token, "%s", token ? token : "");
-  net_addr_t lo;
-  ASSERT_EQ(net_resolve("127.0.0.1", 0, &lo), WEFT_SUCCESS);
-  transport_params_t p = {rank, 2, kComm, &r.cfg, &lo, nullptr};
-  ASSERT_EQ(tcp_transport_ops.create(&p, &r.t), WEFT_SUCCESS) << err_last();
-  tcp_transport_ops.local_addr(r.t, &r.addr);
-}
-
-std::string Deliver(conn_t *from, conn_t *to, const std::string &msg) {
-  xfer_t sx{}, rx{};
-  std::string got(msg.size(), '\0');
-  EXPECT_EQ(tcp_transport_ops.post_send(from, msg.data(), msg.size(), &sx), WEFT_SUCCESS);
-  EXPECT_EQ(tcp_transport_ops.post_recv(to, &got[0], got.size(), &rx), WEFT_SUCCESS);
-  for (int i = 0; i < 5000 && !(sx.complete && rx.complete); i++) {
-    int progressed = 0;
-    if (tcp_transport_ops.progress(from, &progressed) != WEFT_SUCCESS) break;
-    if (tcp_transport_ops.progress(to, &progressed) != WEFT_SUCCESS) break;
-    if (!progressed) usleep(1000);
-  }
-  return got;
 }
 
 class TcpFloodTest : public ::testing::Test {
@@ -80,8 +50,8 @@ class TcpFloodTest : public ::testing::Test {
   }
   // Floods rank 1's port, then connects the ranks; returns rank 1's wait in seconds.
   double Run(FloodKind kind, const char *token) {
-    Create(r0_, 0, token);
-    Create(r1_, 1, token);
+    TcpCreate(r0_, 0, kComm, token, 8000);
+    TcpCreate(r1_, 1, kComm, token, 8000);
     // A hello's first bytes (magic and version) and a little more, never completed.
     tcp_hello_t h = {kComm, 0, 1, 0, 1, 0, {0}};
     unsigned char raw[TCP_HELLO_BYTES];
@@ -99,13 +69,13 @@ class TcpFloodTest : public ::testing::Test {
     double took = now_s() - t0;
     EXPECT_EQ(res1, WEFT_SUCCESS);
     if (c0_ && c1_) {
-      EXPECT_EQ(Deliver(c0_, c1_, "through the flood"), "through the flood");
+      EXPECT_EQ(TcpDeliver(c0_, c1_, "through the flood"), "through the flood");
     }
     return took;
   }
   struct rlimit saved_;
   Flood flood_;
-  Rank r0_, r1_;
+  TcpRank r0_, r1_;
   conn_t *c0_ = nullptr, *c1_ = nullptr;
 };
 

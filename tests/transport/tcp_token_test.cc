@@ -20,6 +20,7 @@ extern "C" {
 #include "transport/tcp_wire.h"
 #include "transport/transport.h"
 }
+#include "tests/transport/tcp_pair.h"
 
 namespace {
 
@@ -30,41 +31,9 @@ bool Contains(const std::string &haystack, const std::string &needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-struct Rank {
-  weft_config_t cfg;
-  transport_t *t = nullptr;
-  net_addr_t addr;
-};
-
-void Create(Rank &r, int rank, const char *token) {
-  ASSERT_EQ(config_load(&r.cfg, nullptr, nullptr), WEFT_SUCCESS) << err_last();
-  r.cfg.connect_timeout_ms = 10000;
-  snprintf(r.cfg.job_token, sizeof r.cfg.job_token, "%s", token ? token : "");
-  net_addr_t lo;
-  ASSERT_EQ(net_resolve("127.0.0.1", 0, &lo), WEFT_SUCCESS);
-  transport_params_t p = {rank, 2, kComm, &r.cfg, &lo, nullptr};
-  ASSERT_EQ(tcp_transport_ops.create(&p, &r.t), WEFT_SUCCESS) << err_last();
-  tcp_transport_ops.local_addr(r.t, &r.addr);
-}
-
-// Moves one message from rank 0's connection to rank 1's and returns what arrived.
-std::string Deliver(conn_t *from, conn_t *to, const std::string &msg) {
-  xfer_t sx{}, rx{};
-  std::string got(msg.size(), '\0');
-  EXPECT_EQ(tcp_transport_ops.post_send(from, msg.data(), msg.size(), &sx), WEFT_SUCCESS);
-  EXPECT_EQ(tcp_transport_ops.post_recv(to, &got[0], got.size(), &rx), WEFT_SUCCESS);
-  for (int i = 0; i < 5000 && !(sx.complete && rx.complete); i++) {
-    int progressed = 0;
-    if (tcp_transport_ops.progress(from, &progressed) != WEFT_SUCCESS) break;
-    if (tcp_transport_ops.progress(to, &progressed) != WEFT_SUCCESS) break;
-    if (!progressed) usleep(1000);
-  }
-  return got;
-}
-
 // Rank 1 waits for rank 0 while `stranger` acts on rank 1's port; then rank 0 connects to
 // `rank0_target` (rank 1, or a proxy in front of it). Returns rank 1's stderr.
-std::string Round(Rank &r0, Rank &r1, const std::function<void()> &stranger,
+std::string Round(TcpRank &r0, TcpRank &r1, const std::function<void()> &stranger,
                   const net_addr_t &rank0_target, conn_t **c0, conn_t **c1) {
   testing::internal::CaptureStderr();
   weft_result_t res1 = WEFT_ERR_INTERNAL;
@@ -97,8 +66,8 @@ bool ClosedByPeer(int fd) {
 class TcpTokenTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Create(r0_, 0, kToken);
-    Create(r1_, 1, kToken);
+    TcpCreate(r0_, 0, kComm, kToken, 10000);
+    TcpCreate(r1_, 1, kComm, kToken, 10000);
   }
   void TearDown() override {
     if (c0_) tcp_transport_ops.close(c0_, 0);
@@ -109,7 +78,7 @@ class TcpTokenTest : public ::testing::Test {
   void ExpectPeersTalk() {
     ASSERT_NE(c0_, nullptr);
     ASSERT_NE(c1_, nullptr);
-    EXPECT_EQ(Deliver(c0_, c1_, "from rank 0"), "from rank 0");
+    EXPECT_EQ(TcpDeliver(c0_, c1_, "from rank 0"), "from rank 0");
   }
   // A hello as rank 0 would send it, with or without a token flag and a nonce.
   std::string Hello(bool has_token) {
@@ -119,7 +88,7 @@ class TcpTokenTest : public ::testing::Test {
     tcp_hello_encode((unsigned char *)&raw[0], &h);
     return raw;
   }
-  Rank r0_, r1_;
+  TcpRank r0_, r1_;
   conn_t *c0_ = nullptr, *c1_ = nullptr;
 };
 
@@ -251,9 +220,9 @@ TEST_F(TcpTokenTest, ReplayedHandshakeIsRefused) {
 
 TEST(TcpTokenMismatch, TokenOnOneSideOnlyFailsOnBothEnds) {
   for (int token_on = 0; token_on < 2; token_on++) {
-    Rank r0, r1;
-    Create(r0, 0, token_on == 0 ? kToken : nullptr);
-    Create(r1, 1, token_on == 1 ? kToken : nullptr);
+    TcpRank r0, r1;
+    TcpCreate(r0, 0, kComm, token_on == 0 ? kToken : nullptr, 10000);
+    TcpCreate(r1, 1, kComm, token_on == 1 ? kToken : nullptr, 10000);
     r1.cfg.connect_timeout_ms = 1500;  // rank 1 never gets a peer: let it give up soon
     testing::internal::CaptureStderr();
     conn_t *c0 = nullptr, *c1 = nullptr;
@@ -278,9 +247,9 @@ TEST(TcpTokenMismatch, TokenOnOneSideOnlyFailsOnBothEnds) {
 }
 
 TEST(TcpTokenMismatch, DifferentTokensFailOnBothEnds) {
-  Rank r0, r1;
-  Create(r0, 0, "one token");
-  Create(r1, 1, "another token");
+  TcpRank r0, r1;
+  TcpCreate(r0, 0, kComm, "one token", 10000);
+  TcpCreate(r1, 1, kComm, "another token", 10000);
   r1.cfg.connect_timeout_ms = 1500;
   testing::internal::CaptureStderr();
   conn_t *c0 = nullptr, *c1 = nullptr;
