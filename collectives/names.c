@@ -47,6 +47,6 @@ const char *weft_dtype_name(weft_dtype_t d) {
 }
 
 const char *weft_op_name(weft_op_t op) {
-  static const char *const names[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
-  return (unsigned)op < WEFT_NUM_OPS ? names[op] : "unknown-op";
+  static const char *const names[] = {"sum", "prod", "min", "max", "avg", "premul_sum"};
+  return (unsigned)op <= WEFT_PREMUL_SUM ? names[op] : "unknown-op";
 }

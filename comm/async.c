@@ -45,6 +45,8 @@ struct weft_request {
   /* The request's own copy of what the call points to besides buffers (a group's ops,
    * all_to_allv's arrays): a caller's may be gone before a queued call runs. */
   void *owned;
+  /* A WEFT_PREMUL_SUM's factor given in host memory: weft.h lets the caller's go at once. */
+  unsigned char factor[8];
 };
 
 struct comm_async {
@@ -57,7 +59,8 @@ struct comm_async {
   int stop; /* leave once the queue is empty */
 };
 
-/* Copies a group's ops or all_to_allv's arrays into r->owned and points r->call at the copy. */
+/* Copies a group's ops or all_to_allv's arrays into r->owned, and a host premul factor into
+ * r->factor, and points r->call at the copies. */
 static weft_result_t own_arrays(weft_request_t *r, int nranks) {
   weft_call_t *k = &r->call;
   if (k->coll == WEFT_COLL_P2P_GROUP && k->ops && k->nops > 0) {
@@ -80,6 +83,12 @@ static weft_result_t own_arrays(weft_request_t *r, int nranks) {
     k->recv_counts = a + 2 * n;
     k->recv_displs = a + 3 * n;
     r->owned = a;
+  }
+  size_t esize = weft_dtype_size(k->dtype);
+  if (k->op == WEFT_PREMUL_SUM && k->scalar && !k->scalar_on_device && esize > 0 &&
+      esize <= sizeof r->factor) {
+    memcpy(r->factor, k->scalar, esize);
+    k->scalar = r->factor;
   }
   return WEFT_SUCCESS;
 }

@@ -111,10 +111,14 @@ static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call
   if (esize == 0)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown dtype %d (valid: 0..%d)", rank,
                     name, (int)k->dtype, WEFT_NUM_DTYPES - 1);
-  if (is_reducing(k->coll) && (unsigned)k->op >= WEFT_NUM_OPS)
+  if (is_reducing(k->coll) && (unsigned)k->op >= WEFT_NUM_OPS && k->op != WEFT_PREMUL_SUM)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "rank %d: %s: unknown op %d (valid: 0..%d: sum prod min max avg)", rank, name,
-                    (int)k->op, WEFT_NUM_OPS - 1);
+                    "rank %d: %s: unknown op %d (valid: 0..%d: sum prod min max avg premul_sum)",
+                    rank, name, (int)k->op, WEFT_PREMUL_SUM);
+  if (is_reducing(k->coll) && k->op == WEFT_PREMUL_SUM && !k->scalar)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: %s: op premul_sum needs its factor: weft_call_t's scalar is NULL",
+                    rank, name);
   if ((unsigned)k->algo >= WEFT_NUM_ALGOS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown algorithm %d", rank, name,
                     (int)k->algo);
@@ -233,6 +237,8 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   if (k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) return comm_p2p_single(c, k);
   int device = 0;
   WEFT_CHECK(comm_buffers_kind(c, k, &device));
+  if (is_reducing(k->coll) && k->op == WEFT_PREMUL_SUM)
+    return comm_run_premul(c, k, sh.send_count, device);
   size_t esize = k->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(k->dtype);
   uint64_t *seq = seq_counter(c, k);
   if (c->nranks == 1) {

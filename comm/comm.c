@@ -75,6 +75,7 @@ void comm_free(weft_comm_t *c, int abortive) {
     free(c->peer_addrs[k]);
   }
   rescue_close(c, abortive);
+  comm_premul_release(c);
   exec_ctx_release(&c->exec);
   dev_engine_close(c->dev);
   free(c->via);

@@ -15,6 +15,12 @@
 #include "include/weft.h"
 #include "transport/transport.h"
 
+/* WEFT_PREMUL_SUM's buffers (premul.c): the largest scaled input so far, host and device. */
+typedef struct {
+  void *host, *dev;
+  size_t host_bytes, dev_bytes;
+} comm_premul_t;
+
 struct weft_comm {
   int rank, nranks;
   int local_rank, local_size;
@@ -37,6 +43,7 @@ struct weft_comm {
   unsigned char *via_dev;
   conn_t **dev_conns;     /* per peer, NULL until first used */
   exec_ctx_t exec;
+  comm_premul_t premul; /* premul.c's buffers */
   uint64_t seq; /* collectives called so far; travels in every call description */
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
@@ -136,6 +143,13 @@ weft_result_t cost_model_load(const char *path, cost_model_t *m);
 /* Runs one operation now, on the calling thread (collectives_api.c). Device buffers are detected
  * here; the call returns once the device work it enqueued has finished. */
 weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
+
+/* premul.c: a WEFT_PREMUL_SUM call that comm_call has checked (send_count: the elements of this
+ * rank's input; device: whether the buffers are device memory), run as a WEFT_SUM of this rank's
+ * scaled input. comm_premul_release frees its buffers (comm_free calls it). */
+weft_result_t comm_run_premul(weft_comm_t *comm, const weft_call_t *call, size_t send_count,
+                              int device);
+void comm_premul_release(weft_comm_t *comm);
 
 /* p2p groups (p2p_group.c): argument checks, where the buffers live, and a run; weft_send and
  * weft_recv run as groups of one (comm_p2p_single). */

@@ -444,6 +444,12 @@ static weft_result_t cu_reduce(dev_queue_t *q, void *dst, void *dst2, const void
   return kern_cuda_reduce(dst, local, incoming, n, dtype, op, avg_nranks, q->stream);
 }
 
+static weft_result_t cu_premul(dev_queue_t *q, void *dst, const void *src, size_t n,
+                               weft_dtype_t dtype, const void *scalar) {
+  WEFT_CHECK(use_device(q->e));
+  return kern_cuda_premul(dst, src, n, dtype, scalar, q->stream);
+}
+
 /* ---- user streams and gates ---- */
 
 static void gate_unref(dev_gate_t *g) {
@@ -701,6 +707,7 @@ static const dev_ops_t cuda_ops = {
     .queue_destroy = cu_queue_destroy,
     .copy = cu_copy,
     .reduce = cu_reduce,
+    .premul = cu_premul,
     .fence = cu_fence,
     .poll = cu_poll,
     .drain = cu_drain,

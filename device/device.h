@@ -71,6 +71,11 @@ typedef struct dev_ops {
   weft_result_t (*reduce)(dev_queue_t *q, void *dst, void *dst2, const void *local,
                           const void *incoming, size_t n, weft_dtype_t dtype, weft_op_t op,
                           int avg_nranks);
+  /* dst[i] = src[i] * scalar for i < n: WEFT_PREMUL_SUM's scaling of a rank's input. `scalar` is
+   * one element of dtype in host memory, read before this returns. dst may equal src. Host
+   * semantics of kern_premul exactly, bit for bit. */
+  weft_result_t (*premul)(dev_queue_t *q, void *dst, const void *src, size_t n, weft_dtype_t dtype,
+                          const void *scalar);
   /* A ticket after the work enqueued so far on q. Tickets of one queue grow. */
   weft_result_t (*fence)(dev_queue_t *q, uint64_t *ticket);
   /* *done = 1 once everything before the ticket has finished. Never blocks. A failed device

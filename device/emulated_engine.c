@@ -25,7 +25,7 @@
 /* How often a worker held by a closed gate checks whether its queue is being destroyed. */
 #define GATE_CHECK_MS 10
 
-typedef enum { OP_COPY, OP_REDUCE, OP_MARK, OP_GATE_INPUTS, OP_GATE_BLOCK } op_kind_t;
+typedef enum { OP_COPY, OP_REDUCE, OP_PREMUL, OP_MARK, OP_GATE_INPUTS, OP_GATE_BLOCK } op_kind_t;
 
 typedef struct op {
   struct op *next;
@@ -37,6 +37,7 @@ typedef struct op {
   weft_dtype_t dtype;
   weft_op_t rop;
   int avg_nranks;
+  unsigned char scalar[8]; /* premul: the factor, one element of dtype */
   dev_gate_t *gate;
 } op_t;
 
@@ -186,6 +187,13 @@ static weft_result_t run_op(dev_queue_t *q, op_t *op, int skip, weft_result_t qe
       return WEFT_SUCCESS;
     case OP_REDUCE:
       return skip ? WEFT_SUCCESS : run_reduce(op);
+    case OP_PREMUL:
+      if (skip) return WEFT_SUCCESS;
+      if (emu_dtype_size(op->dtype) == 0)
+        return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "emulated device: premul: unknown dtype %d",
+                        (int)op->dtype);
+      kern_premul(op->dst, op->src, op->n, op->dtype, op->scalar);
+      return WEFT_SUCCESS;
     case OP_MARK:
       return WEFT_SUCCESS;
     case OP_GATE_INPUTS:
@@ -403,6 +411,28 @@ static weft_result_t emu_reduce(dev_queue_t *q, void *dst, void *dst2, const voi
   return enqueue_one(q, o, NULL);
 }
 
+static weft_result_t emu_premul(dev_queue_t *q, void *dst, const void *src, size_t n,
+                                weft_dtype_t dtype, const void *scalar) {
+  size_t esize = emu_dtype_size(dtype);
+  if (n && (!dst || !src || !scalar))
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "emulated device: premul of %zu elements with a NULL buffer or factor", n);
+  if (esize == 0 || esize > sizeof(((op_t *)0)->scalar))
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "emulated device: premul: unknown dtype %d",
+                    (int)dtype);
+  WEFT_CHECK(emu_mem_check(dst, n * esize, 0, "premul into"));
+  WEFT_CHECK(emu_mem_check(src, n * esize, 0, "premul reading"));
+  op_t *o = op_new(OP_PREMUL);
+  if (o) {
+    o->dst = dst;
+    o->src = src;
+    o->n = n;
+    o->dtype = dtype;
+    memcpy(o->scalar, scalar, esize);
+  }
+  return enqueue_one(q, o, NULL);
+}
+
 static weft_result_t emu_fence(dev_queue_t *q, uint64_t *ticket) {
   /* A marker operation, as cudaEventRecord is one: tickets of one queue grow strictly. */
   return enqueue_one(q, op_new(OP_MARK), ticket);
@@ -553,6 +583,7 @@ static const dev_ops_t emulated_ops = {
     .queue_destroy = emu_queue_destroy,
     .copy = emu_copy,
     .reduce = emu_reduce,
+    .premul = emu_premul,
     .fence = emu_fence,
     .poll = emu_poll,
     .drain = emu_drain,

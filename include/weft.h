@@ -108,7 +108,14 @@ typedef enum {
   WEFT_MIN = 2,
   WEFT_MAX = 3,
   WEFT_AVG = 4,
-  WEFT_NUM_OPS = 5
+  WEFT_NUM_OPS = 5, /* the element-wise operations above, which reductions apply step by step */
+  /* The sum of every rank's input multiplied by that rank's own scalar (NCCL's
+   * ncclRedOpCreatePreMulSum; gradient averaging with a factor): weft_call only, with
+   * weft_call_t's `scalar`. Each rank scales its input into a buffer of its own (one extra pass
+   * over the input, and memory as large, kept by the communicator for its next such call), then
+   * the call runs as WEFT_SUM. Integers multiply wrapping, like WEFT_PROD; fp16 and bf16 multiply
+   * in float and round once, then sum as WEFT_SUM does. */
+  WEFT_PREMUL_SUM = 5
 } weft_op_t;
 
 typedef struct weft_comm weft_comm_t;
@@ -330,6 +337,13 @@ typedef struct {
    * every call's). */
   const weft_p2p_op_t *ops;
   int nops;
+  /* op WEFT_PREMUL_SUM only: one element of `dtype`, this rank's factor. In host memory
+   * (scalar_on_device = 0) it is read before weft_call or weft_call_async returns, so it may go
+   * at once; in device memory (scalar_on_device = 1: a device call's, or the emulated engine's)
+   * it is read when the operation runs, after the stream's earlier work, as NCCL reads a
+   * ncclScalarDevice factor. Read for no other op. */
+  const void *scalar;
+  int scalar_on_device;
 } weft_call_t;
 
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream);

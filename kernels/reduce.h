@@ -33,6 +33,11 @@ void kern_reduce_avg_final(void *dst, const void *a, const void *b, size_t n, we
  * equal src. Same requirements and rounding as kern_reduce_avg_final. */
 void kern_scale_avg(void *dst, const void *src, size_t n, weft_dtype_t dtype, int nranks);
 
+/* dst[i] = src[i] * *scalar for i < n: WEFT_PREMUL_SUM's scaling of a rank's input. `scalar` is
+ * one element of dtype (any alignment). Integers wrap; fp16/bf16 multiply in float and round to
+ * nearest even once. dst may equal src. An unknown dtype is a no-op (callers validate). */
+void kern_premul(void *dst, const void *src, size_t n, weft_dtype_t dtype, const void *scalar);
+
 /* Reduce-copy, for a fused ring step: a received slice is reduced with the local one and the result
  * written both into the next peer's transport slot and (on the last reduce-scatter step) into the
  * local output, in one pass over the inputs.

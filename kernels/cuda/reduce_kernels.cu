@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <atomic>
 #include <type_traits>
@@ -39,6 +40,7 @@ struct IntType {
     return (T)(s / nranks);
   }
   static __device__ __forceinline__ T scale(T x, int nranks) { return (T)(x / nranks); }
+  static __device__ __forceinline__ T premul(T x, T f) { return (T)((W)x * (W)f); }
 };
 
 /* float and double: IEEE operations rounded to nearest, as on the host. nvcc's defaults matter
@@ -56,6 +58,7 @@ struct FloatType {
     return (x + y) / (T)nranks;
   }
   static __device__ __forceinline__ T scale(T x, int nranks) { return x / (T)nranks; }
+  static __device__ __forceinline__ T premul(T x, T f) { return x * f; }
 };
 
 /* fp16 and bf16 travel as their 16 bits and are computed in float, rounded to nearest even once
@@ -102,27 +105,32 @@ struct SmallFloatType {
   static __device__ __forceinline__ uint16_t scale(uint16_t x, int nranks) {
     return C::from(C::to(x) / (float)nranks);
   }
+  static __device__ __forceinline__ uint16_t premul(uint16_t x, uint16_t f) {
+    return C::from(C::to(x) * C::to(f));
+  }
 };
 
 /* What a kernel computes per element. kAvgFinal is WEFT_AVG's last step; intermediate WEFT_AVG
- * steps run as kSum. kScale has one input. */
-enum Kind { kSum, kProd, kMin, kMax, kAvgFinal, kScale };
+ * steps run as kSum. kScale and kPreMul have one input; kPreMul's factor is the kernel
+ * argument's `factor` bits. */
+enum Kind { kSum, kProd, kMin, kMax, kAvgFinal, kScale, kPreMul };
 
 template <class D, int K>
 __device__ __forceinline__ typename D::Storage apply(typename D::Storage x, typename D::Storage y,
-                                                     int nranks) {
+                                                     int nranks, typename D::Storage f) {
   if constexpr (K == kSum) return D::sum(x, y);
   if constexpr (K == kProd) return D::prod(x, y);
   if constexpr (K == kMin) return D::min(x, y);
   if constexpr (K == kMax) return D::max(x, y);
   if constexpr (K == kAvgFinal) return D::avg_final(x, y, nranks);
   if constexpr (K == kScale) return D::scale(x, nranks);
+  if constexpr (K == kPreMul) return D::premul(x, f);
 }
 
 /* One 16-byte vector, element by element. The union is how CUDA code (NCCL's BytePack too)
  * reinterprets a register quad; it compiles to register moves, or byte extracts for 8-bit types. */
 template <class D, int K>
-__device__ __forceinline__ uint4 apply_vec(uint4 x, uint4 y, int nranks) {
+__device__ __forceinline__ uint4 apply_vec(uint4 x, uint4 y, int nranks, typename D::Storage f) {
   using T = typename D::Storage;
   constexpr int kElems = KERN_CUDA_VEC_BYTES / sizeof(T);
   union Vec {
@@ -132,7 +140,7 @@ __device__ __forceinline__ uint4 apply_vec(uint4 x, uint4 y, int nranks) {
   vx.v = x;
   vy.v = y;
 #pragma unroll
-  for (int k = 0; k < kElems; k++) vr.e[k] = apply<D, K>(vx.e[k], vy.e[k], nranks);
+  for (int k = 0; k < kElems; k++) vr.e[k] = apply<D, K>(vx.e[k], vy.e[k], nranks, f);
   return vr.v;
 }
 
@@ -149,6 +157,7 @@ struct ReduceArgs {
   const char *b; /* incoming, or unused for one input */
   size_t head, nvec, tail;
   int nranks;
+  uint64_t factor; /* kPreMul: the factor's bits, in the low sizeof(T) bytes */
 };
 
 /* The head [0, head) and tail element-wise, the body as nvec aligned 16-byte vectors starting at
@@ -166,9 +175,11 @@ __global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM)
   T *dst2 = (T *)p.dst2;
   const T *a = (const T *)p.a;
   const T *b = (const T *)p.b;
+  T f;
+  memcpy(&f, &p.factor, sizeof f);
 
   auto scalar = [&](size_t i) {
-    T r = apply<D, K>(a[i], kInputs == 2 ? b[i] : T(), p.nranks);
+    T r = apply<D, K>(a[i], kInputs == 2 ? b[i] : T(), p.nranks, f);
     dst[i] = r;
     if (kTwoOut) dst2[i] = r;
   };
@@ -188,13 +199,13 @@ __global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM)
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
-      uint4 r = apply_vec<D, K>(x[u], kInputs == 2 ? y[u] : x[u], p.nranks);
+      uint4 r = apply_vec<D, K>(x[u], kInputs == 2 ? y[u] : x[u], p.nranks, f);
       vd[i + u * stride] = r;
       if (kTwoOut) vd2[i + u * stride] = r;
     }
   }
   for (; i < p.nvec; i += stride) {
-    uint4 r = apply_vec<D, K>(va[i], kInputs == 2 ? vb[i] : uint4(), p.nranks);
+    uint4 r = apply_vec<D, K>(va[i], kInputs == 2 ? vb[i] : uint4(), p.nranks, f);
     vd[i] = r;
     if (kTwoOut) vd2[i] = r;
   }
@@ -302,6 +313,8 @@ cudaError_t with_kind(int kind, Fn &&fn) {
       return fn(KindC<kMax>());
     case kAvgFinal:
       return fn(KindC<kAvgFinal>());
+    case kPreMul:
+      return fn(KindC<kPreMul>());
     default:
       return fn(KindC<kScale>());
   }
@@ -377,15 +390,15 @@ weft_result_t reduce_common(const char *what, void *dst, void *dst2, const void 
                                               : kMax;
   if (op == WEFT_AVG && avg_nranks > 0) kind = kAvgFinal;
   ReduceArgs p = {(char *)dst, (char *)dst2, (const char *)local, (const char *)incoming, 0, 0,
-                  0,           avg_nranks};
+                  0,           avg_nranks,   0};
   cudaStream_t s = (cudaStream_t)stream;
   bool two_out = dst2 != NULL;
   cudaError_t err = with_dtype(dtype, [&](auto d) {
     using D = decltype(d);
     return with_kind(kind, [&](auto k) {
       constexpr int K = decltype(k)::value;
-      if constexpr (K == kScale) {
-        return cudaErrorInvalidValue; /* not reachable: kind is never kScale here */
+      if constexpr (K == kScale || K == kPreMul) {
+        return cudaErrorInvalidValue; /* not reachable: kind is never kScale or kPreMul here */
       } else {
         return two_out ? launch_reduce<D, K, 2, true>(p, n, s)
                        : launch_reduce<D, K, 2, false>(p, n, s);
@@ -430,15 +443,17 @@ cudaError_t load_copy() {
   return cudaFuncGetAttributes(&attr, copy_kernel<W>);
 }
 
-/* Every reduce kernel of one dtype: each kind with one output and with two, and the scale. */
+/* Every reduce kernel of one dtype: each kind with one output and with two, the scale and the
+ * premul. */
 template <class D>
 cudaError_t load_dtype() {
   cudaError_t err = load_reduce<D, kScale, 1, false>();
+  if (err == cudaSuccess) err = load_reduce<D, kPreMul, 1, false>();
   for (int kind = kSum; kind < kScale && err == cudaSuccess; kind++)
     err = with_kind(kind, [](auto k) {
       constexpr int K = decltype(k)::value;
-      if constexpr (K == kScale) {
-        return cudaSuccess; /* loaded above, with its one input */
+      if constexpr (K == kScale || K == kPreMul) {
+        return cudaSuccess; /* loaded above, with their one input */
       } else {
         cudaError_t e = load_reduce<D, K, 2, false>();
         return e != cudaSuccess ? e : load_reduce<D, K, 2, true>();
@@ -504,13 +519,34 @@ extern "C" weft_result_t kern_cuda_scale_avg(void *dst, const void *src, size_t 
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "cuda scale_avg: nranks %d < 1", nranks);
   }
   if (n == 0) return WEFT_SUCCESS;
-  ReduceArgs p = {(char *)dst, NULL, (const char *)src, NULL, 0, 0, 0, nranks};
+  ReduceArgs p = {(char *)dst, NULL, (const char *)src, NULL, 0, 0, 0, nranks, 0};
   cudaError_t err = with_dtype(dtype, [&](auto d) {
     return launch_reduce<decltype(d), kScale, 1, false>(p, n, (cudaStream_t)stream);
   });
   if (err != cudaSuccess) {
     char msg[96];
     snprintf(msg, sizeof msg, "cuda scale_avg (%s, %zu elements)", kDtypeNames[dtype], n);
+    return cuda_fail(msg, err);
+  }
+  return WEFT_SUCCESS;
+}
+
+extern "C" weft_result_t kern_cuda_premul(void *dst, const void *src, size_t n,
+                                          weft_dtype_t dtype, const void *scalar, void *stream) {
+  const void *ptrs[2] = {dst, src};
+  weft_result_t res = check_args("cuda premul", dtype, WEFT_SUM, n, ptrs, 2);
+  if (res != WEFT_SUCCESS) return res;
+  if (n == 0) return WEFT_SUCCESS;
+  if (scalar == NULL)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "cuda premul: the factor is NULL");
+  ReduceArgs p = {(char *)dst, NULL, (const char *)src, NULL, 0, 0, 0, 1, 0};
+  memcpy(&p.factor, scalar, kDtypeSizes[dtype]);
+  cudaError_t err = with_dtype(dtype, [&](auto d) {
+    return launch_reduce<decltype(d), kPreMul, 1, false>(p, n, (cudaStream_t)stream);
+  });
+  if (err != cudaSuccess) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "cuda premul (%s, %zu elements)", kDtypeNames[dtype], n);
     return cuda_fail(msg, err);
   }
   return WEFT_SUCCESS;

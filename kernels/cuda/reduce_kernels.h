@@ -54,6 +54,12 @@ weft_result_t kern_cuda_copy(void *dst, const void *src, size_t bytes, void *str
 weft_result_t kern_cuda_scale_avg(void *dst, const void *src, size_t n, weft_dtype_t dtype,
                                   int nranks, void *stream);
 
+/* dst[i] = src[i] * factor, as kern_premul (WEFT_PREMUL_SUM's scaling of a rank's input).
+ * `scalar` points to the factor, one element of dtype in host memory, read before this returns
+ * (it travels as a kernel argument). dst may equal src. */
+weft_result_t kern_cuda_premul(void *dst, const void *src, size_t n, weft_dtype_t dtype,
+                               const void *scalar, void *stream);
+
 /* Loads every kernel above onto the current device now. Call it once per device before any
  * collective can hold a user stream: under lazy module loading a kernel's first launch waits for
  * the whole device, including a stream that weft holds until that very kernel has run. */

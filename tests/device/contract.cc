@@ -223,6 +223,33 @@ TEST_P(EngineContract, ReduceMatchesHostKernelsForEveryDtypeAndOp) {
   EXPECT_EQ(WEFT_NUM_DTYPES * (WEFT_NUM_OPS + 1) * 2 * 3, cases);
 }
 
+// WEFT_PREMUL_SUM's scaling: bit for bit kern_premul, for every dtype, out of place and in place
+// (shifted off 16-byte alignment), with the factor's host memory reused right after the call.
+TEST_P(EngineContract, PremulMatchesHostKernelForEveryDtype) {
+  const size_t n = 1031;
+  const size_t max_bytes = (n + 1) * 8;
+  char *src_dev = (char *)Alloc(max_bytes, 0), *dst = (char *)Alloc(max_bytes, 0);
+  ASSERT_TRUE(src_dev && dst);
+  std::vector<char> src(max_bytes), want(max_bytes), got(max_bytes), factor(8);
+  for (int dtype = 0; dtype < WEFT_NUM_DTYPES; dtype++) {
+    size_t es = DtypeSize(dtype);
+    for (int in_place : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << "dtype " << dtype << " in place " << in_place);
+      size_t bytes = n * es, off = in_place ? es : 0;
+      Fill(dtype, src.data(), n, 3000 + dtype);
+      Fill(dtype, factor.data(), 1, 4000 + dtype);
+      kern_premul(want.data(), src.data(), n, (weft_dtype_t)dtype, factor.data());
+      FromHost(src_dev + off, src.data(), bytes);
+      char *out = in_place ? src_dev + off : dst;
+      ASSERT_OK(ops_->premul(q_, out, src_dev + off, n, (weft_dtype_t)dtype, factor.data()));
+      memset(factor.data(), 0x5a, factor.size());  // read before premul returned
+      ASSERT_OK(ops_->drain(q_, kWaitMs));
+      ToHost(got.data(), out, bytes);
+      EXPECT_EQ(0, memcmp(want.data(), got.data(), bytes));
+    }
+  }
+}
+
 TEST_P(EngineContract, ReduceOfNothingIsFine) {
   ASSERT_OK(ops_->reduce(q_, nullptr, nullptr, nullptr, nullptr, 0, WEFT_FLOAT32, WEFT_SUM, 0));
   ASSERT_OK(ops_->drain(q_, kWaitMs));

@@ -1,4 +1,5 @@
-// avg_test.cc -- kern_reduce_avg_final and kern_scale_avg: truncation, wrapping, rounding once.
+// avg_test.cc -- kern_reduce_avg_final and kern_scale_avg: truncation, wrapping, rounding once;
+// and kern_premul, the other scaling step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -192,6 +193,40 @@ TEST(AvgTest, UnknownDtypeIsANoOp) {
   kern_reduce_avg_final(d, a, b, 1, (weft_dtype_t)99, 2);
   kern_scale_avg(d, a, 1, (weft_dtype_t)99, 2);
   EXPECT_EQ(d[0], -1);
+}
+
+// kern_premul (WEFT_PREMUL_SUM's scaling): integers wrap like WEFT_PROD; fp16 and bf16 multiply
+// in float and round once (checked against ref.h's independent encoder); in place works.
+TEST(PremulTest, IntegersWrapAndFloatsRoundOnce) {
+  uint8_t u8[] = {3, 255, 0}, f8 = 200, o8[3];
+  kern_premul(o8, u8, 3, WEFT_UINT8, &f8);
+  EXPECT_EQ(o8[0], (uint8_t)600);
+  EXPECT_EQ(o8[1], (uint8_t)(255 * 200));
+  EXPECT_EQ(o8[2], 0);
+  int32_t i32[] = {-7, INT32_MAX}, f32i = -3;
+  kern_premul(i32, i32, 2, WEFT_INT32, &f32i);  // in place
+  EXPECT_EQ(i32[0], 21);
+  EXPECT_EQ(i32[1], (int32_t)((uint32_t)INT32_MAX * (uint32_t)-3));
+  int64_t i64[] = {1LL << 40}, f64i = (1LL << 30) + 1, o64[1];
+  kern_premul(o64, i64, 1, WEFT_INT64, &f64i);
+  EXPECT_EQ(o64[0], 1LL << 40);  // 2^70 + 2^40 wraps to 2^40
+
+  double d[] = {0.1, -3}, fd = 0.3, od[2];
+  kern_premul(od, d, 2, WEFT_FLOAT64, &fd);
+  EXPECT_EQ(od[0], 0.1 * 0.3);
+  EXPECT_EQ(od[1], -3 * 0.3);
+
+  for (float x : {1.0f, 0.1f, 3.14159f, -65504.0f, 1e-5f})
+    for (float f : {0.5f, 0.3f, 1.0f / 3, 7.0f}) {
+      uint16_t hx = ref::encode(ref::kHalf, x), hf = ref::encode(ref::kHalf, f), ho;
+      kern_premul(&ho, &hx, 1, WEFT_FLOAT16, &hf);
+      double prod = (double)(float)ref::decode(ref::kHalf, hx) * (float)ref::decode(ref::kHalf, hf);
+      EXPECT_EQ(ho, ref::encode(ref::kHalf, (float)prod)) << x << " * " << f;
+      uint16_t bx = ref::encode(ref::kBf16, x), bf = ref::encode(ref::kBf16, f), bo;
+      kern_premul(&bo, &bx, 1, WEFT_BFLOAT16, &bf);
+      prod = (double)(float)ref::decode(ref::kBf16, bx) * (float)ref::decode(ref::kBf16, bf);
+      EXPECT_EQ(bo, ref::encode(ref::kBf16, (float)prod)) << x << " * " << f;
+    }
 }
 
 }  // namespace
