@@ -6,6 +6,7 @@
  * buffer grows to the largest input seen and lives until the communicator is freed, so repeated
  * calls (a training loop's gradients) allocate nothing; device memory in particular is costly to
  * allocate and free, since freeing synchronizes the device. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -78,7 +79,7 @@ weft_result_t comm_run_premul(weft_comm_t *c, const weft_call_t *k, size_t send_
   sum.scalar = NULL;
   sum.scalar_on_device = 0;
   if (send_count > 0) {
-    void *buf;
+    void *buf = NULL;
     WEFT_CHECK(premul_buffer(c, send_count * esize, device, &buf));
     if (device) {
       dev_queue_t *q;

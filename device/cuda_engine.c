@@ -724,6 +724,16 @@ static const dev_ops_t cuda_ops = {
     .close = cu_close,
 };
 
+int cuda_current_device(void) {
+  int count = 0, device = -1;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 ||
+      cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 weft_result_t cuda_engine_open(dev_engine_t **out) {
   *out = NULL;
   int count = 0;

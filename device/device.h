@@ -131,6 +131,12 @@ struct dev_engine {
 weft_result_t dev_engine_open(const char *name, dev_engine_t **out);
 void dev_engine_close(dev_engine_t *e);
 
+/* The device an engine opened now by `name` would work on (the current CUDA device for "cuda"
+ * and "auto", 0 for "emulated"), or -1 where it would have none ("none", no GPU, no CUDA). */
+int dev_engine_current_device(const char *name);
+/* The CUDA part of it (absent from a CPU-only build): the current device, or -1. */
+int cuda_current_device(void);
+
 /* The engines this build has (cuda_engine_open is absent from a CPU-only build). */
 weft_result_t emulated_engine_open(dev_engine_t **out);
 weft_result_t cuda_engine_open(dev_engine_t **out);

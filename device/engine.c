@@ -36,3 +36,13 @@ weft_result_t dev_engine_open(const char *name, dev_engine_t **out) {
 void dev_engine_close(dev_engine_t *e) {
   if (e) e->ops->close(e);
 }
+
+int dev_engine_current_device(const char *name) {
+  if (name && strcmp(name, "emulated") == 0) return 0;
+  if (name && strcmp(name, "auto") != 0 && strcmp(name, "cuda") != 0) return -1;
+#ifdef WEFT_HAVE_CUDA
+  return cuda_current_device();
+#else
+  return -1;
+#endif
+}

@@ -192,6 +192,19 @@ size_t weft_dtype_size(weft_dtype_t dtype);
 const char *weft_dtype_name(weft_dtype_t dtype);
 const char *weft_op_name(weft_op_t op);
 
+/* ---- Device memory ------------------------------------------------------------------------ */
+
+/* `bytes` of device memory for the buffers of device calls (what ncclMemAlloc gives), from the
+ * engine WEFT_DEVICE names: with "auto" or "cuda" the current CUDA device's memory, with
+ * "emulated" the emulation's (README: "Device buffers without a GPU"). WEFT_ERR_UNSUPPORTED,
+ * with why, where there is no device (WEFT_DEVICE=none, no GPU, a build without CUDA). The
+ * process keeps one engine per device for these allocations, opened at the first and kept until
+ * exit. bytes == 0 gives *ptr = NULL. */
+weft_result_t weft_mem_alloc(void **ptr, size_t bytes);
+/* Frees memory from weft_mem_alloc (NULL: nothing). Another pointer is refused with
+ * WEFT_ERR_INVALID_ARGUMENT. */
+weft_result_t weft_mem_free(void *ptr);
+
 /* ---- Communicators ----------------------------------------------------------------------- */
 
 /* Joins the job described by the launcher's environment. Rank, size and master are read from

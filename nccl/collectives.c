@@ -16,7 +16,12 @@ static ncclResult_t coll(const char *name, weft_coll_t kind, const void *sendbuf
                       .root = root,
                       .algo = WEFT_ALGO_AUTO};
   if ((res = nccl_dtype(datatype, &call.dtype, name)) != ncclSuccess) return nccl_refused(res);
-  if (has_op && (res = nccl_op(op, &call.op, name)) != ncclSuccess) return nccl_refused(res);
+  unsigned char factor[8];
+  if (has_op && (int)op >= ncclNumOps)
+    res = nccl_premul_lookup(comm, op, datatype, &call, factor, name);
+  else if (has_op)
+    res = nccl_op(op, &call.op, name);
+  if (res != ncclSuccess) return nccl_refused(res);
   return nccl_issue(comm, &call, NULL, stream);
 }
 

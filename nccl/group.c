@@ -16,6 +16,7 @@ typedef struct {
   struct ncclComm *comm;
   cudaStream_t stream;
   weft_call_t call;   /* a collective; call.coll is WEFT_COLL_P2P_GROUP for the p2p batch */
+  unsigned char factor[8]; /* a PreMulSum's host factor, which call.scalar points at once issued */
   weft_p2p_op_t *ops; /* the p2p batch's sends and receives */
   int nops, capops;
 } pending_t;
@@ -72,6 +73,10 @@ static ncclResult_t enqueue(struct ncclComm *c, const weft_call_t *call, const w
   p->comm = c;
   p->stream = stream;
   p->call = *call;
+  /* The caller's copy of a host factor goes when it returns; the queue moves as it grows, so
+   * call.scalar is pointed at this copy only when the group is issued. */
+  if (call->op == WEFT_PREMUL_SUM && !call->scalar_on_device)
+    memcpy(p->factor, call->scalar, sizeof p->factor);
   return ncclSuccess;
 }
 
@@ -123,6 +128,7 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
       p->call.ops = p->ops;
       p->call.nops = p->nops;
     }
+    if (p->call.op == WEFT_PREMUL_SUM && !p->call.scalar_on_device) p->call.scalar = p->factor;
     weft_result_t r = p->stream ? weft_call(&p->call, p->comm->w, p->stream)
                                 : weft_call_async(&p->call, p->comm->w, &reqs[i]);
     if (r != WEFT_SUCCESS && res == ncclSuccess) res = nccl_from_weft(r);

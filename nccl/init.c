@@ -139,12 +139,19 @@ static struct ncclComm *wrapper_new(void) {
     free(c);
     return NULL;
   }
+  if (pthread_mutex_init(&c->ops_mu, NULL) != 0) {
+    pthread_mutex_destroy(&c->init_mu);
+    free(c);
+    return NULL;
+  }
   c->magic = NCCL_COMM_MAGIC;
   return c;
 }
 
 static void wrapper_free(struct ncclComm *c) {
   c->magic = 0;
+  nccl_premul_free(c);
+  pthread_mutex_destroy(&c->ops_mu);
   pthread_mutex_destroy(&c->init_mu);
   free(c);
 }

@@ -15,6 +15,15 @@
   ret name(__VA_ARGS__) __attribute__((weak, alias("p" #name), visibility("default"))); \
   __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)
 
+/* An operator made by ncclRedOpCreatePreMulSum: op ncclNumOps + its index in the table. */
+typedef struct {
+  int live;
+  ncclDataType_t dtype;
+  int on_device;           /* ncclScalarDevice: `ptr` is read when each call runs */
+  const void *ptr;         /* the device factor */
+  unsigned char value[8];  /* ncclScalarHostImmediate: the factor, read at creation */
+} nccl_premul_t;
+
 /* What an ncclComm_t points to: weft's communicator and what NCCL's queries answer. */
 #define NCCL_COMM_MAGIC 0x6e63636cu /* "nccl" */
 #define NCCL_COMM_DEAD 0xdeadc0deu  /* aborted: the wrapper stays, its communicator is gone */
@@ -33,6 +42,11 @@ struct ncclComm {
   pthread_mutex_t init_mu;
   ncclResult_t init_res;
   char init_err[512];
+  /* redop.c's operators, under ops_mu (a call on the communicator may read the table while
+   * another thread creates or destroys an operator). */
+  pthread_mutex_t ops_mu;
+  nccl_premul_t *premul;
+  int npremul;
 };
 
 /* init.c */
@@ -54,6 +68,15 @@ ncclResult_t nccl_check_comm(const struct ncclComm *c, const char *call);
 ncclResult_t nccl_check_handle(const struct ncclComm *c, const char *call);
 ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call);
 ncclResult_t nccl_op(ncclRedOp_t op, weft_op_t *out, const char *call);
+
+/* redop.c */
+/* For an op of ncclNumOps or above: the PreMulSum operator it names on c, for `datatype`, set
+ * into call (op WEFT_PREMUL_SUM and its factor: a host factor copied into `factor`, 8 bytes,
+ * which the call then points at); ncclInvalidArgument naming `call_name` otherwise. */
+ncclResult_t nccl_premul_lookup(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t datatype,
+                                weft_call_t *call, unsigned char *factor, const char *call_name);
+/* Frees the operator table (the communicator's wrapper is going). */
+void nccl_premul_free(struct ncclComm *c);
 
 /* group.c */
 /* Runs `call` on c now, or queues it when this thread is inside ncclGroupStart/End. */

@@ -1,6 +1,6 @@
 /* unsupported.c -- the rest of NCCL's exported API: calls that succeed doing nothing because weft
  * needs nothing from them, calls refused because weft has no counterpart (the device API, one-
- * sided transfers and windows, growing and revoking), and calls not done yet. Every one is
+ * sided transfers and windows, growing and revoking, the parameter API). Every one is
  * exported so that programs linked against NCCL (libtorch_cuda.so) load; a refused call returns
  * ncclInvalidUsage and says why in ncclGetLastError. */
 #include <stdint.h>
@@ -9,7 +9,6 @@
 #include "nccl/nccl_internal.h"
 
 #define REFUSE(name, why) nccl_fail(ncclInvalidUsage, "%s is not supported: %s", #name, why)
-#define NOT_YET(name) nccl_fail(ncclInvalidUsage, "%s is not supported yet", #name)
 
 /* ---- No-ops that succeed ---- */
 
@@ -178,31 +177,14 @@ NCCL_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize) {
   return 0;
 }
 
-/* ---- Not done yet ---- */
-
-NCCL_API(ncclResult_t, ncclMemAlloc, void **ptr, size_t size) {
-  (void)size;
-  if (ptr) *ptr = NULL;
-  return NOT_YET(ncclMemAlloc);
-}
-NCCL_API(ncclResult_t, ncclMemFree, void *ptr) {
-  (void)ptr;
-  return NOT_YET(ncclMemFree);
-}
-NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t *op, void *scalar,
-         ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
-  (void)op, (void)scalar, (void)datatype, (void)residence, (void)comm;
-  return NOT_YET(ncclRedOpCreatePreMulSum);
-}
-NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
-  (void)op, (void)comm;
-  return NOT_YET(ncclRedOpDestroy);
-}
+/* ---- Refused: settings ---- */
 
 /* NCCL 2.30's parameter API (ncclParam*), which NCCL's 2.29 headers do not declare; weft takes
- * its settings from WEFT_* variables. Refused unread, whatever the arguments. */
+ * its settings from WEFT_* variables and the NCCL_* ones it maps (README: "NCCL front end").
+ * Refused unread, whatever the arguments. */
+#define NO_PARAMS "weft's settings are environment variables (WEFT_*, and the NCCL_* ones README maps)"
 #define PARAM(name) \
-  NCCL_API(ncclResult_t, name, void) { return NOT_YET(name); }
+  NCCL_API(ncclResult_t, name, void) { return REFUSE(name, NO_PARAMS); }
 PARAM(ncclParamBind)
 PARAM(ncclParamDumpAll)
 PARAM(ncclParamGet)
