@@ -230,6 +230,67 @@ static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
   return &c->seq;
 }
 
+/* The algorithm a checked call runs and the size the cost model prices (*bytes, if asked). */
+static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
+                            size_t esize, const algo_entry_t **algo, double *bytes_out) {
+  double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh->recv_count : sh->send_count) *
+                 (double)esize;
+  if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
+    bytes = (double)k->count * (double)esize;
+  /* The whole buffer at the root, as nccl-tests' size; the same on every rank, which must all
+   * choose alike although only the root holds it. */
+  if (k->coll == WEFT_COLL_GATHER || k->coll == WEFT_COLL_SCATTER)
+    bytes = (double)k->count * (double)c->nranks * (double)esize;
+  if (bytes_out) *bytes_out = bytes;
+  algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
+  return algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes, &topo, algo);
+}
+
+weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,
+                                 double *seconds) {
+  if (!algo || !seconds)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_call_estimate: algo or seconds is NULL");
+  *algo = WEFT_ALGO_AUTO;
+  *seconds = 0;
+  WEFT_CHECK(comm_enter(comm, "weft_call_estimate", COMM_SHARES));
+  weft_result_t res = WEFT_SUCCESS;
+  const cost_model_t *m = &comm->model;
+  if (call && call->coll == WEFT_COLL_P2P_GROUP) {
+    /* Sends and receives travel at once: one latency, and the largest direction's bytes. */
+    res = comm_check_group(comm, call->ops, call->nops);
+    double sent = 0, received = 0;
+    for (int i = 0; res == WEFT_SUCCESS && i < call->nops; i++) {
+      double b = (double)call->ops[i].count * (double)weft_dtype_size(call->ops[i].dtype);
+      if (call->ops[i].kind == WEFT_COLL_SEND)
+        sent += b;
+      else
+        received += b;
+    }
+    if (res == WEFT_SUCCESS && call->nops > 0)
+      *seconds = m->alpha + m->beta * (sent > received ? sent : received);
+  } else {
+    call_shape_t sh = {0, 0, 0, 0, 0};
+    res = check_call(comm, call, &sh);
+    if (res == WEFT_SUCCESS && (call->coll == WEFT_COLL_SEND || call->coll == WEFT_COLL_RECV)) {
+      *seconds = m->alpha + m->beta * (double)call->count * (double)weft_dtype_size(call->dtype);
+    } else if (res == WEFT_SUCCESS && comm->nranks > 1) {
+      size_t esize = call->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(call->dtype);
+      const algo_entry_t *entry;
+      double bytes = 0;
+      res = choose(comm, call, &sh, esize, &entry, &bytes);
+      if (res == WEFT_SUCCESS) {
+        *algo = entry->algo;
+        *seconds = entry->cost(m, comm->nranks, bytes);
+      }
+      /* premul_sum scales the input first: one more pass over it. */
+      if (res == WEFT_SUCCESS && is_reducing(call->coll) && call->op == WEFT_PREMUL_SUM)
+        *seconds += m->gamma * (double)sh.send_count * (double)esize;
+    }
+  }
+  comm_leave(comm, COMM_SHARES);
+  return res;
+}
+
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
   if (k && k->coll == WEFT_COLL_P2P_GROUP) return comm_p2p_group(c, k->ops, k->nops);
@@ -245,18 +306,8 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
     (*seq)++;
     return run_alone(c, k, &sh, esize, device);
   }
-  double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh.recv_count : sh.send_count) *
-                 (double)esize;
-  if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
-    bytes = (double)k->count * (double)esize;
-  /* The whole buffer at the root, as nccl-tests' size; the same on every rank, which must all
-   * choose alike although only the root holds it. */
-  if (k->coll == WEFT_COLL_GATHER || k->coll == WEFT_COLL_SCATTER)
-    bytes = (double)k->count * (double)c->nranks * (double)esize;
   const algo_entry_t *algo;
-  algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
-  weft_result_t res = algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes,
-                                  &topo, &algo);
+  weft_result_t res = choose(c, k, &sh, esize, &algo, NULL);
   if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
   /* Device calls slice as their connections' slots do (config_for_device). */
   const weft_config_t *cfg = device ? &c->dev_config : &c->config;

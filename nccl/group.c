@@ -143,17 +143,34 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   return res;
 }
 
-/* weft has no cost model in NCCL's terms to report yet: the estimate stays NCCL_UNDEF_FLOAT, and
- * the group is dropped without running, as NCCL's simulation does not run it either. */
+/* The group's calls priced by weft's cost model (weft_call_estimate) and added up, as they run
+ * one after another, in microseconds as NCCL's tuner reports; then dropped without running, as
+ * NCCL's simulation drops them. A nested end only closes its level. */
 NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t *simInfo) {
   if (depth == 0)
     return nccl_fail(ncclInvalidUsage, "ncclGroupSimulateEnd without a matching ncclGroupStart");
-  if (--depth == 0) clear_queue();
+  if (--depth > 0) return ncclSuccess;
+  ncclResult_t res = group_error;
+  double seconds = 0;
+  for (int i = 0; i < nqueue && res == ncclSuccess; i++) {
+    pending_t *p = &queue[i];
+    if (p->call.coll == WEFT_COLL_P2P_GROUP) {
+      p->call.ops = p->ops;
+      p->call.nops = p->nops;
+    }
+    if (p->call.op == WEFT_PREMUL_SUM && !p->call.scalar_on_device) p->call.scalar = p->factor;
+    weft_algo_t algo;
+    double t = 0;
+    res = nccl_from_weft(weft_call_estimate(&p->call, p->comm->w, &algo, &t));
+    seconds += t;
+  }
+  clear_queue();
+  if (res != ncclSuccess) return res;
   if (simInfo) {
     size_t size;
     memcpy(&size, simInfo, sizeof size);
     if (size >= offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float))
-      simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
+      simInfo->estimatedTime = (float)(seconds * 1e6);
   }
   return ncclSuccess;
 }

@@ -450,6 +450,53 @@ TEST(NcclApi, ShrinkLeavesARankOut) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// ncclGroupSimulateEnd prices the group with weft's cost model (microseconds) and runs nothing:
+// a larger all-reduce costs more, a send/recv pair costs something, the buffers stay as they
+// were, and the next real call pairs up on every rank (no simulated call was issued).
+TEST(NcclApi, GroupSimulateEndEstimatesWithoutRunning) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int) -> std::string {
+        ncclComm_t comm;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        std::vector<float> x(1 << 20, static_cast<float>(rank + 1));
+        float est[3];
+        for (int k = 0; k < 3; k++) {
+          ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+          CHECK_NCCL(ncclGroupStart());
+          if (k < 2) {
+            size_t count = k == 0 ? 1000 : x.size();
+            CHECK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat32, ncclSum, comm,
+                                     nullptr));
+          } else {
+            CHECK_NCCL(ncclSend(x.data(), 1000, ncclFloat32, 1 - rank, comm, nullptr));
+            CHECK_NCCL(ncclRecv(x.data(), 1000, ncclFloat32, 1 - rank, comm, nullptr));
+          }
+          CHECK_NCCL(ncclGroupSimulateEnd(&info));
+          est[k] = info.estimatedTime;
+          CHECK_TRUE(est[k] > 0 && est[k] < 1e7, "estimate " + std::to_string(est[k]) + " us");
+        }
+        CHECK_TRUE(est[1] > est[0], "1 Mi floats estimated at " + std::to_string(est[1]) +
+                                        " us, 1000 at " + std::to_string(est[0]));
+        for (float v : x) CHECK_TRUE(v == rank + 1, "a simulated call ran");
+        CHECK_NCCL(ncclAllReduce(x.data(), x.data(), 4, ncclFloat32, ncclSum, comm, nullptr));
+        CHECK_TRUE(x[0] == 3, "the all-reduce after the simulations: " + std::to_string(x[0]));
+        // A refused call in a simulated group fails it, as in a real one.
+        ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+        CHECK_NCCL(ncclGroupStart());
+        CHECK_TRUE(ncclAllReduce(x.data(), x.data(), 4, static_cast<ncclDataType_t>(42), ncclSum,
+                                 comm, nullptr) == ncclInvalidArgument,
+                   "bad datatype accepted");
+        CHECK_TRUE(ncclGroupSimulateEnd(&info) == ncclInvalidArgument, "simulated bad group");
+        CHECK_NCCL(ncclCommDestroy(comm));
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 TEST(NcclApi, VersionAndErrorStrings) {
   int v = 0;
   EXPECT_EQ(ncclGetVersion(&v), ncclSuccess);
