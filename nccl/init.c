@@ -4,8 +4,8 @@
  *
  * A unique id names weft's rendezvous: the host and port that rank 0's weft_comm_init serves,
  * and a fresh random nonce so that two ids are never equal. ncclGetUniqueId picks this host's
- * address (NCCL_SOCKET_IFNAME, a prefix, chooses the interface, else the first that is up and
- * not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
+ * address (NCCL_SOCKET_IFNAME chooses the interface, in NCCL's syntax, else the first that is up
+ * and not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
  * instead. So rank 0 must run on the host that made the id, as it does in torch and in NCCL's
  * examples; the port is only reserved once rank 0 joins (another program may take it first). */
 #include <arpa/inet.h>
@@ -46,18 +46,37 @@ static int free_port(void) {
   return port;
 }
 
-/* This host's IPv4 address on the interface whose name starts with NCCL_SOCKET_IFNAME, else on
- * the first that is up and not loopback, else 127.0.0.1. */
+/* Whether interface `name` is one that `spec` selects, in NCCL_SOCKET_IFNAME's (and
+ * WEFT_SOCKET_IFNAME's) syntax: a comma-separated list of name prefixes, "=" before the list for
+ * exact names, "^" before it to exclude those instead. An empty spec selects every interface
+ * but loopback. */
+static int if_selected(const char *name, int loopback, const char *spec) {
+  if (!spec || !*spec) return !loopback;
+  int exclude = *spec == '^';
+  if (exclude) spec++;
+  int exact = *spec == '=';
+  if (exact) spec++;
+  int listed = 0;
+  for (const char *p = spec; *p && !listed;) {
+    size_t len = strcspn(p, ",");
+    if (len > 0)
+      listed = exact ? strlen(name) == len && strncmp(name, p, len) == 0
+                     : strncmp(name, p, len) == 0;
+    p += len + (p[len] == ',');
+  }
+  return exclude ? !listed && !loopback : listed;
+}
+
+/* This host's IPv4 address on the first interface that is up and that WEFT_SOCKET_IFNAME
+ * selects (env.c sets it from NCCL_SOCKET_IFNAME), else 127.0.0.1. */
 static void local_host(char *out, size_t cap) {
-  const char *want = getenv("NCCL_SOCKET_IFNAME");
+  const char *want = getenv("WEFT_SOCKET_IFNAME");
   snprintf(out, cap, "127.0.0.1");
   struct ifaddrs *list = NULL;
   if (getifaddrs(&list) != 0) return;
   for (struct ifaddrs *i = list; i; i = i->ifa_next) {
     if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
-    if (want && *want ? strncmp(i->ifa_name, want, strlen(want)) != 0
-                      : (i->ifa_flags & IFF_LOOPBACK) != 0)
-      continue;
+    if (!if_selected(i->ifa_name, (i->ifa_flags & IFF_LOOPBACK) != 0, want)) continue;
     inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out, (socklen_t)cap);
     break;
   }

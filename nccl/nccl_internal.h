@@ -78,6 +78,11 @@ ncclResult_t nccl_premul_lookup(struct ncclComm *c, ncclRedOp_t op, ncclDataType
 /* Frees the operator table (the communicator's wrapper is going). */
 void nccl_premul_free(struct ncclComm *c);
 
+/* env.c */
+/* Sets the WEFT_* variables that the user's NCCL_* ones stand for (README: "NCCL front end"),
+ * leaving those already set. Runs when the library loads; tests call it again. */
+void nccl_env_apply(void);
+
 /* group.c */
 /* Runs `call` on c now, or queues it when this thread is inside ncclGroupStart/End. */
 ncclResult_t nccl_issue(struct ncclComm *c, const weft_call_t *call, const weft_p2p_op_t *p2p,
