@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -453,6 +454,48 @@ TEST(NcclApi, ShrinkLeavesARankOut) {
 // ncclGroupSimulateEnd prices the group with weft's cost model (microseconds) and runs nothing:
 // a larger all-reduce costs more, a send/recv pair costs something, the buffers stay as they
 // were, and the next real call pairs up on every rank (no simulated call was issued).
+// After rank 3 is killed (SIGKILL, mid-job), an all-reduce on the others fails with an error
+// instead of hanging, and ncclCommShrink with NCCL_SHRINK_ABORT gives the three survivors a
+// communicator that works.
+TEST(NcclApi, ShrinkAfterAKilledRank) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = mp_run(
+      4,
+      [&](int rank, int n, int) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "10000", 1);
+        ncclComm_t comm = nullptr;
+        CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+        int32_t x = 1;
+        CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr));
+        CHECK_TRUE(x == 4, "all-reduce before the kill");
+        if (rank == 3) raise(SIGKILL);
+        std::vector<int32_t> big(1 << 16, 1);
+        ncclResult_t res = ncclAllReduce(big.data(), big.data(), big.size(), ncclInt32, ncclSum,
+                                         comm, nullptr);
+        CHECK_TRUE(res != ncclSuccess, "an all-reduce with a killed rank succeeded");
+        std::string why = ncclGetLastError(nullptr);
+        ncclResult_t async = ncclSuccess;
+        CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+        CHECK_TRUE(async != ncclSuccess, "the failed communicator reports no error: " + why);
+        int out[] = {3};
+        ncclComm_t small = nullptr;
+        CHECK_NCCL(ncclCommShrink(comm, out, 1, &small, nullptr, NCCL_SHRINK_ABORT));
+        int count = -1;
+        CHECK_NCCL(ncclCommCount(small, &count));
+        CHECK_TRUE(count == 3, "shrunk to " + std::to_string(count));
+        x = rank + 1;
+        CHECK_NCCL(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, small, nullptr));
+        CHECK_TRUE(x == 6, "all-reduce among the survivors: " + std::to_string(x));
+        CHECK_NCCL(ncclCommDestroy(small));
+        CHECK_NCCL(ncclCommAbort(comm));
+        return "";
+      },
+      kTimeoutMs);
+  for (int r = 0; r < 3; r++) EXPECT_EQ(results[r].message, "") << "rank " << r;
+  EXPECT_EQ(results[3].term_signal, SIGKILL);
+}
+
 TEST(NcclApi, GroupSimulateEndEstimatesWithoutRunning) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
