@@ -4,13 +4,16 @@ The package is built from a weft checkout (`pip install ./python`, `pip wheel ./
 
 * its version is the library's, read from the WEFT_VERSION_* macros of include/weft.h, the one
   place it is written (weft.__version__ reads it back from the installed metadata);
-* build_py runs the same Bazel build as `bazel build //:libweft.so //nccl:libnccl.so.2` in the
-  checkout and copies both libraries into the built package, so the wheel or installation carries
-  them and nothing needs WEFT_LIBRARY (libnccl.so.2 is weft behind the NCCL API, for LD_PRELOAD:
-  weft.nccl_library() gives its path). Bazel rebuilds only what changed, so libraries already
-  built cost nothing. WEFT_LIBWEFT=/path/to/libweft.so packages that file instead of running
-  Bazel (a library built separately, as a distribution's build does), with
-  WEFT_LIBNCCL=/path/to/libnccl.so.2 if it is to carry that one too. BAZEL may carry startup options
+* build_py runs the same Bazel build as `bazel build //:libweft.so //nccl:libnccl.so.2
+  //nccl:libweft_nccl_audit.so` in the checkout and copies the libraries into the built package,
+  so the wheel or installation carries them and nothing needs WEFT_LIBRARY (libnccl.so.2 is weft
+  behind the NCCL API, weft.nccl_library() gives its path; libweft_nccl_audit.so, beside it, is the
+  LD_AUDIT module that loads it in place of NVIDIA's, weft.nccl_audit_library()). Bazel rebuilds
+  only what changed, so libraries already built cost nothing. WEFT_LIBWEFT=/path/to/libweft.so
+  packages that file instead of running Bazel (a library built separately, as a distribution's
+  build does), with WEFT_LIBNCCL=/path/to/libnccl.so.2 if it is to carry that one too, and
+  WEFT_LIBNCCL_AUDIT=/path/to/libweft_nccl_audit.so for the audit module (default: the one beside
+  WEFT_LIBNCCL, where there is one). BAZEL may carry startup options
   (BAZEL="bazel --output_base=/tmp/ob"), BAZEL_FLAGS build options (e.g. --config=nocuda).
 
 The wheel holds a Linux shared library but no Python extension (ctypes loads it), so it is tagged
@@ -59,6 +62,12 @@ def library_paths():
             if not os.path.isfile(nccl):
                 raise SystemExit(f"weft: WEFT_LIBNCCL={nccl}: no such file")
             paths["libnccl.so.2"] = nccl
+            audit = os.environ.get("WEFT_LIBNCCL_AUDIT")
+            beside = os.path.join(os.path.dirname(nccl), "libweft_nccl_audit.so")
+            if audit and not os.path.isfile(audit):
+                raise SystemExit(f"weft: WEFT_LIBNCCL_AUDIT={audit}: no such file")
+            if audit or os.path.isfile(beside):
+                paths["libweft_nccl_audit.so"] = audit or beside
         return paths
     if not (ROOT / "WORKSPACE").is_file():
         raise SystemExit(f"weft: no Bazel workspace at {ROOT}; {CHECKOUT_HINT}, or set "
@@ -70,7 +79,8 @@ def library_paths():
                          "scripts/install-deps.sh installs it (or set WEFT_LIBWEFT to a built "
                          "libweft.so)")
     try:
-        subprocess.run(bazel + ["build"] + flags + ["//:libweft.so", "//nccl:libnccl.so.2"],
+        subprocess.run(bazel + ["build"] + flags + ["//:libweft.so", "//nccl:libnccl.so.2",
+                                                    "//nccl:libweft_nccl_audit.so"],
                        cwd=ROOT, check=True)
         out = subprocess.run(bazel + ["info"] + flags + ["bazel-bin"], cwd=ROOT, check=True,
                              stdout=subprocess.PIPE, text=True).stdout.strip()
@@ -78,11 +88,13 @@ def library_paths():
         raise SystemExit(f"weft: `{shlex.join(e.cmd)}` in {ROOT} failed (status "
                          f"{e.returncode}); its output above says why") from e
     return {"libweft.so": os.path.join(out, "libweft.so"),
-            "libnccl.so.2": os.path.join(out, "nccl", "libnccl.so.2")}
+            "libnccl.so.2": os.path.join(out, "nccl", "libnccl.so.2"),
+            "libweft_nccl_audit.so": os.path.join(out, "nccl", "libweft_nccl_audit.so")}
 
 
 class BuildPyWithLibrary(build_py):
-    """build_py, then libweft.so (and libnccl.so.2) next to the package's modules."""
+    """build_py, then libweft.so (and libnccl.so.2, libweft_nccl_audit.so) next to the package's
+    modules."""
 
     def run(self):
         super().run()

@@ -11,6 +11,11 @@
 #   LIBDIR/pkgconfig/weft.pc
 #   LIBDIR/cmake/weft/weftConfig.cmake, weftConfigVersion.cmake
 #   bin/weft-run, bin/weft-bench, bin/weft-sim, share/man/man1/weft-*.1
+#   LIBDIR/weft/libnccl.so.2 (weft behind the NCCL API) and LIBDIR/weft/libweft_nccl_audit.so (the
+#     LD_AUDIT module that loads the libnccl.so.2 beside it in place of NVIDIA's): a folder of
+#     their own, outside the loader's search path, so that no program picks up weft's
+#     libnccl.so.2 unless told to (LD_AUDIT, LD_PRELOAD or weft-run --nccl, which looks in
+#     PREFIX/lib/weft and PREFIX/lib64/weft; with another LIBDIR give it --nccl-library)
 # LIBDIR is lib unless --libdir says otherwise (relative to PREFIX, e.g. lib/x86_64-linux-gnu).
 # DESTDIR, as in `make install`, is prepended to every path written, but not to the paths the
 # files record, so a package can be staged and later unpacked at PREFIX.
@@ -19,8 +24,8 @@
 # optimized); flags after `--` go to `bazel build` (e.g. --config=nocuda), and BAZEL may carry
 # startup options (BAZEL="bazel --output_base=/tmp/ob"). --prebuilt DIR takes them instead from
 # DIR, laid out as bazel-bin (DIR/libweft.so, DIR/tools/weft-run, DIR/tools/bench/weft-bench,
-# DIR/tools/sim/weft-sim): for packaging steps that build separately, and for the install test,
-# which runs inside Bazel and cannot call it.
+# DIR/tools/sim/weft-sim, DIR/nccl/libnccl.so.2, DIR/nccl/libweft_nccl_audit.so): for packaging
+# steps that build separately, and for the install test, which runs inside Bazel and cannot call it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -79,11 +84,13 @@ if [ -z "$prebuilt" ]; then
   command -v "${bazel[0]}" >/dev/null 2>&1 ||
     die "${bazel[0]} not found: run scripts/install-deps.sh, or pass --prebuilt DIR"
   (cd "$root" && "${bazel[@]}" build "${bazel_flags[@]}" //:libweft.so //tools:weft-run \
-    //tools/bench:weft-bench //tools/sim:weft-sim)
+    //tools/bench:weft-bench //tools/sim:weft-sim //nccl:libnccl.so.2 \
+    //nccl:libweft_nccl_audit.so)
   prebuilt=$(cd "$root" && "${bazel[@]}" info "${bazel_flags[@]}" bazel-bin)
 fi
 tools=(tools/weft-run tools/bench/weft-bench tools/sim/weft-sim)
-for f in libweft.so "${tools[@]}"; do
+nccl_files=(nccl/libnccl.so.2 nccl/libweft_nccl_audit.so)
+for f in libweft.so "${tools[@]}" "${nccl_files[@]}"; do
   [ -f "$prebuilt/$f" ] || die "$prebuilt/$f is missing (build it with bazel build //... first)"
 done
 
@@ -91,12 +98,16 @@ dest=${DESTDIR:-}$prefix
 dest=${dest%/}
 lib=$dest/$libdir
 real=libweft.so.$version
-install -d "$dest/include" "$lib/pkgconfig" "$lib/cmake/weft" "$dest/bin" \
+install -d "$dest/include" "$lib/pkgconfig" "$lib/cmake/weft" "$lib/weft" "$dest/bin" \
   "$dest/share/man/man1"
 install -m 0644 "$header" "$dest/include/weft.h"
 install -m 0644 "$prebuilt/libweft.so" "$lib/$real"
 ln -sfn "$real" "$lib/libweft.so.$major"
 ln -sfn "libweft.so.$major" "$lib/libweft.so"
+# The audit module loads the libnccl.so.2 in its own folder: the two stay together.
+for f in "${nccl_files[@]}"; do
+  install -m 0755 "$prebuilt/$f" "$lib/weft/$(basename "$f")"
+done
 
 # pkg-config: absolute paths under the final prefix, as distributions install them.
 cat >"$lib/pkgconfig/weft.pc" <<EOF

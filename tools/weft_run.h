@@ -15,6 +15,10 @@
 #define WR_JOB_ID_MAX 64
 #define WR_TOKEN_BYTES 32
 #define WR_ERR_MAX 512
+#define WR_PATH_MAX 4096
+
+/* --nccl: how the ranks get weft's libnccl.so.2 in place of NVIDIA's. */
+enum { WR_NCCL_OFF = 0, WR_NCCL_AUDIT, WR_NCCL_PRELOAD };
 
 typedef struct {
   int nproc;               /* ranks on this node */
@@ -29,6 +33,10 @@ typedef struct {
   /* WEFT_JOB_TOKEN weft-run made for this job's ranks (hex of 32 random bytes), "" when it passes
    * on the WEFT_JOB_TOKEN or WEFT_JOB_TOKEN_FILE it was given, or sets none (M > 1). */
   char job_token[2 * WR_TOKEN_BYTES + 1];
+  int nccl;                     /* WR_NCCL_*: LD_AUDIT (the default of --nccl) or LD_PRELOAD */
+  const char *nccl_library;     /* --nccl-library PATH, or NULL */
+  char nccl_lib[WR_PATH_MAX];   /* weft's libnccl.so.2, once wr_nccl_resolve found it */
+  char nccl_audit[WR_PATH_MAX]; /* libweft_nccl_audit.so beside it (WR_NCCL_AUDIT) */
 } wr_opts;
 
 /* Parses the command line into `o`. Returns WR_EXIT_OK to go on, WR_EXIT_USAGE with a message in
@@ -40,6 +48,15 @@ int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen);
 int wr_finish_opts(wr_opts *o, char *err, size_t errlen);
 
 void wr_print_usage(FILE *f);
+
+/* --nccl (weft_run_nccl.c): finds weft's libnccl.so.2 (--nccl-library, else $WEFT_NCCL_LIBRARY,
+ * else where weft-run's own install layout puts it) and, for LD_AUDIT, the audit module beside it.
+ * Returns WR_EXIT_OK or WR_EXIT_USAGE with a message in `err`. */
+int wr_nccl_resolve(wr_opts *o, char *err, size_t errlen);
+
+/* In a rank, before exec: LD_AUDIT (or LD_PRELOAD) gets weft's file appended to what it held, and
+ * WEFT_NCCL_LIBRARY names the library the audit module is to load. */
+void wr_nccl_setenv(const wr_opts *o);
 
 /* Forks local rank `local` with its environment set, stdout and stderr into new pipes whose read
  * ends are returned, in its own process group. Returns its pid, or -1 with a message in `err`. */

@@ -34,6 +34,21 @@ void wr_print_usage(FILE *f) {
           "      --master-port PORT  port of rank 0 (default: a free port; required if M > 1)\n"
           "      --no-prefix         pass output lines through unchanged\n"
           "      --timeout SECONDS   stop every rank and exit with status 124 after this long\n"
+          "      --nccl[=audit|preload]\n"
+          "                          run the ranks with weft's libnccl.so.2 in place of\n"
+          "                          NVIDIA's, for programs built for NCCL (torch's\n"
+          "                          ProcessGroupNCCL): audit (the default) appends\n"
+          "                          libweft_nccl_audit.so to LD_AUDIT, which changes\n"
+          "                          only where libnccl.so.2 is loaded from, DT_RPATH or\n"
+          "                          not; preload appends libnccl.so.2 to LD_PRELOAD,\n"
+          "                          which maps it into every process the ranks start.\n"
+          "                          Processes the ranks start inherit either variable\n"
+          "      --nccl-library PATH weft's libnccl.so.2 for --nccl (implies --nccl);\n"
+          "                          default $WEFT_NCCL_LIBRARY, else the first of\n"
+          "                          BIN/../lib/weft (scripts/install.sh), BIN/../lib64/weft\n"
+          "                          and BIN/../nccl (bazel-bin), BIN being weft-run's\n"
+          "                          folder. The audit module is the libweft_nccl_audit.so\n"
+          "                          beside it; the ranks get WEFT_NCCL_LIBRARY=PATH\n"
           "  -h, --help              show this help\n"
           "\n"
           "With M > 1, every node must get the same --master-addr and --master-port; the job id\n"
@@ -69,7 +84,16 @@ static int bad_int(char *err, size_t errlen, const char *opt, const char *val, l
   return WR_EXIT_USAGE;
 }
 
-enum { OPT_NNODES = 256, OPT_NODE_RANK, OPT_ADDR, OPT_PORT, OPT_NO_PREFIX, OPT_TIMEOUT };
+enum {
+  OPT_NNODES = 256,
+  OPT_NODE_RANK,
+  OPT_ADDR,
+  OPT_PORT,
+  OPT_NO_PREFIX,
+  OPT_TIMEOUT,
+  OPT_NCCL,
+  OPT_NCCL_LIBRARY
+};
 
 /* The underscore spellings are torchrun's, accepted so its command lines carry over. */
 static const struct option long_opts[] = {
@@ -84,6 +108,8 @@ static const struct option long_opts[] = {
     {"master_port", required_argument, NULL, OPT_PORT},
     {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"nccl", optional_argument, NULL, OPT_NCCL},
+    {"nccl-library", required_argument, NULL, OPT_NCCL_LIBRARY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -141,6 +167,26 @@ int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen) {
         }
         break;
       }
+      case OPT_NCCL:
+        if (optarg == NULL || strcmp(optarg, "audit") == 0) {
+          o->nccl = WR_NCCL_AUDIT;
+        } else if (strcmp(optarg, "preload") == 0) {
+          o->nccl = WR_NCCL_PRELOAD;
+        } else {
+          snprintf(err, errlen,
+                   "--nccl: '%s' is neither audit nor preload (weft's file is "
+                   "named with --nccl-library PATH)",
+                   optarg);
+          return WR_EXIT_USAGE;
+        }
+        break;
+      case OPT_NCCL_LIBRARY:
+        if (optarg[0] == '\0') {
+          snprintf(err, errlen, "--nccl-library: empty path");
+          return WR_EXIT_USAGE;
+        }
+        o->nccl_library = optarg;
+        break;
       case ':':
         snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
         return WR_EXIT_USAGE;
@@ -162,6 +208,7 @@ int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen) {
     snprintf(err, errlen, "world size %d x %d is too large", o->nnodes, o->nproc);
     return WR_EXIT_USAGE;
   }
+  if (o->nccl_library != NULL && o->nccl == WR_NCCL_OFF) o->nccl = WR_NCCL_AUDIT;
   o->argv = argv + optind;
   return WR_EXIT_OK;
 }
@@ -276,6 +323,7 @@ static int make_token(wr_opts *o, char *err, size_t errlen) {
 }
 
 int wr_finish_opts(wr_opts *o, char *err, size_t errlen) {
+  if (wr_nccl_resolve(o, err, errlen) != WR_EXIT_OK) return WR_EXIT_USAGE;
   if (o->master_port == 0) {
     if (o->nnodes > 1) {
       snprintf(err, errlen, "--master-port is required with --nnodes %d", o->nnodes);

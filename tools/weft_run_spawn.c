@@ -83,6 +83,7 @@ static void exec_rank(const wr_opts *o, int local, int out_fd, int err_fd, pid_t
   setenv("WEFT_JOB_ID", o->job_id, 1);
   /* In the environment, not in argv: ps shows a command line to every user of the machine. */
   if (o->job_token[0]) setenv("WEFT_JOB_TOKEN", o->job_token, 1);
+  wr_nccl_setenv(o);
 
   execvp(o->argv[0], o->argv);
   int e = errno;

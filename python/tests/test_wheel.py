@@ -18,6 +18,8 @@ here = os.path.dirname(weft.__file__)
 assert here.startswith(sys.prefix), (here, sys.prefix)  # the venv's copy, not the checkout's
 assert weft.library_path() == os.path.join(here, "libweft.so"), weft.library_path()
 assert weft.nccl_library() == os.path.join(here, "libnccl.so.2"), weft.nccl_library()
+assert weft.nccl_audit_library() == os.path.join(here, "libweft_nccl_audit.so"), \
+    weft.nccl_audit_library()
 assert weft.__version__ == "%(version)s", weft.__version__
 assert weft.version() == tuple(int(p) for p in "%(version)s".split(".")), weft.version()
 with weft.Comm() as comm:
@@ -51,6 +53,7 @@ def test_wheel_in_clean_venv(tmp_path):
     assert wheels[0].name == f"weft-{version}-py3-none-linux_x86_64.whl", wheels[0].name
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert "weft/libweft.so" in names and "weft/libnccl.so.2" in names, names
+    assert "weft/libweft_nccl_audit.so" in names, names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], env=env, check=True, timeout=300)

@@ -19,8 +19,8 @@ from .request import Request
 
 __all__ = [
     "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "P2POp", "Request",
-    "Result", "WeftError", "as_buffer", "build_features", "library_path", "nccl_library",
-    "version",
+    "Result", "WeftError", "as_buffer", "build_features", "library_path", "nccl_audit_library",
+    "nccl_library", "version",
 ]
 try:  # include/weft.h's version, which setup.py gave the installed distribution
     __version__ = _metadata.version("weft")
@@ -56,3 +56,13 @@ def nccl_library():
     print(weft.nccl_library())') python train.py`. Raises LibraryNotFoundError where the package
     was built without it (WEFT_LIBWEFT without WEFT_LIBNCCL)."""
     return _lib.nccl_library_path()
+
+
+def nccl_audit_library():
+    """The path of libweft_nccl_audit.so that the package carries beside libnccl.so.2: an LD_AUDIT
+    module under which the loader takes weft's libnccl.so.2 wherever a program asks for
+    libnccl.so.2, even where a DT_RPATH names another folder (libtorch_cuda.so's route to the
+    nvidia-nccl wheel): `LD_AUDIT=$(python -c 'import weft; print(weft.nccl_audit_library())')
+    python train.py`. Other libraries load as usual. Raises LibraryNotFoundError where the package
+    was built without it."""
+    return _lib.nccl_audit_library_path()

@@ -83,6 +83,19 @@ def nccl_library_path():
     )
 
 
+def nccl_audit_library_path():
+    """libweft_nccl_audit.so next to this package, beside libnccl.so.2 (which the module loads)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libweft_nccl_audit.so")
+    if os.path.isfile(here):
+        return here
+    raise LibraryNotFoundError(
+        f"weft: libweft_nccl_audit.so not found (there is no {here}): install the package with "
+        "`pip install ./python` in the weft checkout, which builds it "
+        "(`bazel build //nccl:libweft_nccl_audit.so`), or set WEFT_LIBNCCL (and "
+        "WEFT_LIBNCCL_AUDIT) along with WEFT_LIBWEFT"
+    )
+
+
 def load():
     """The loaded library, with every prototype declared."""
     global _lib

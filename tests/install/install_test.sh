@@ -37,6 +37,7 @@ DESTDIR=$tmp/stage "$src/scripts/install.sh" --prefix /opt/weft --prebuilt "$src
 staged=$tmp/stage/opt/weft
 for f in include/weft.h lib/libweft.so.$ver lib/pkgconfig/weft.pc \
   lib/cmake/weft/weftConfig.cmake lib/cmake/weft/weftConfigVersion.cmake bin/weft-run \
+  lib/weft/libnccl.so.2 lib/weft/libweft_nccl_audit.so \
   bin/weft-bench bin/weft-sim share/man/man1/weft-run.1; do
   [ -f "$staged/$f" ] || fail "DESTDIR install lacks $f"
 done
@@ -54,6 +55,11 @@ for t in weft-run weft-bench weft-sim; do
   grep -qi "usage" "$tmp/help.txt" || fail "$t --help prints no usage"
   grep -q "^.TH" "$prefix/share/man/man1/$t.1" || fail "no man page for $t"
 done
+
+echo "== weft-run --nccl finds the installed NCCL files"
+got=$("$prefix/bin/weft-run" --no-prefix --nccl sh -c 'echo "$LD_AUDIT $WEFT_NCCL_LIBRARY"')
+[ "$got" = "$prefix/lib/weft/libweft_nccl_audit.so $prefix/lib/weft/libnccl.so.2" ] ||
+  fail "weft-run --nccl set '$got', want the files in $prefix/lib/weft"
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 [ "$(pkg-config --modversion weft)" = "$ver" ] || fail "pkg-config --modversion weft: not $ver"
