@@ -10,11 +10,17 @@
  *      assigning links in first-use order, then translate deps from op to step indices and
  *      check that each points to an earlier step of the same count.
  *
- * All ranks of a call must decide alike (all compile or all fall back to the executor): the
- * decision here reads only the schedule's shape (op kinds, dep_whole flags, deps, fwd links), the
- * dtype and the slot size, never a buffer or a rank's data. The one rank-local input is how many
- * links a rank uses: only a rank with more than DP_MAX_LINKS (peer, direction) pairs is refused
- * for it, which no schedule of up to DP_MAX_LINKS / 2 + 1 ranks can reach. */
+ * All ranks of a call must decide alike (all compile or all fall back to the executor). The
+ * decision reads only the rank's schedule's shape (op kinds, dep_whole flags, deps, fwd links),
+ * the dtype and the slot size, never a buffer or a rank's data; folding or not is per rank and
+ * changes no message, so it needs no agreement. Where every rank's schedule has the same kinds of
+ * ops, as in every ring, chain, recursive-doubling and pairwise schedule, ranks decide alike.
+ * They do not where ranks' shapes differ: binomial gather (p >= 4) and scatter (p >= 3)
+ * (WEFT_ALGO_TREE) wait whole (dep_whole) on inner ranks only, so their leaves compile and the
+ * inner ranks are refused; and a rank with more than DP_MAX_LINKS (peer, direction) pairs (a linear root of
+ * more than 64 ranks) is refused alone. A caller must therefore combine the ranks' decisions (or
+ * refuse those rows as a whole) before launching; tests/collectives/devcompile_test.cc lists
+ * which rows decide alike. */
 #include "collectives/devcompile.h"
 
 #include <stdlib.h>
