@@ -1,14 +1,14 @@
 // devcompile_test.cc -- dp_compile on every (collective, algorithm) row of the table, every rank,
 // world sizes 1..6, a few counts and slot sizes: each call either compiles on every rank or is
-// refused on every rank with a message; compiled programs keep the schedule's per-link order, the
+// refused on every rank with a message (two rows excepted, below); compiled programs keep the schedule's per-link order, the
 // two ends of every link agree on the messages, and fused ops fold where that keeps link order and
 // deps. Hand-built schedules pin down where a fold goes (and that the checks below catch a fold
 // in the wrong place), and the refusals (tokens, dep_whole, a slot smaller than an element).
 //
 // What compiles (EveryRowEveryRank prints the table; p = 1..6, every count and slot):
 //   on every rank: all_reduce ring, tree, double_tree, recursive_doubling, rabenseifner,
-//     hierarchical (two uneven hosts at p = 5 run 64 fused ops unfused: both links are used
-//     between the receive and its send); broadcast ring and tree; reduce ring and tree;
+//     hierarchical (over two uneven hosts at p = 5 some fused ops run unfused: between the
+//     receive and its send, uses of both links leave no place that keeps every order); broadcast ring and tree; reduce ring and tree;
 //     all_gather ring and recursive_doubling; reduce_scatter ring and rabenseifner; gather and
 //     scatter linear; all_to_all pairwise;
 //   refused on every rank (p >= 2): barrier ring and dissemination, send, recv, p2p_group and
