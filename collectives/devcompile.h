@@ -17,9 +17,13 @@ extern "C" {
  * whose slots hold `slot_bytes`. WEFT_ERR_UNSUPPORTED, with the reason, for what the device loop
  * does not take: tokens (barriers, a p2p group's tag checks), ops that wait for a whole
  * dependency (dep_whole), more than DP_MAX_LINKS links, a slot smaller than one element. The
- * decision depends only on the schedule's shape, which ranks of one call share, never on one
- * rank's buffers. The schedule's call-description exchange (hdr_to, hdr_from) is not part of
- * the program: the caller checks descriptions before launching. */
+ * decision depends on this rank's schedule, never on its buffers; for most algorithms every rank
+ * of a call decides alike, but not for all: binomial gather and scatter refuse their inner ranks
+ * (dep_whole) and compile their leaves, and a linear root with more peers than DP_MAX_LINKS is
+ * refused alone. A caller that launches device programs must therefore make one decision for all
+ * ranks (refuse those shapes outright, or agree) before any rank launches. The schedule's
+ * call-description exchange (hdr_to, hdr_from) is not part of the program: the caller checks
+ * descriptions before launching. */
 weft_result_t dp_compile(const schedule_t *s, weft_dtype_t dtype, weft_op_t op, int nranks,
                          size_t slot_bytes, dp_program_t *out);
 
