@@ -213,7 +213,7 @@ void BuildExchange(std::vector<Rank> &ranks, const Net &net, uint64_t slice, siz
 }
 
 void CheckExchange(std::vector<Rank> &ranks, size_t count, const std::string &what) {
-  if (count == 0) return; // empty vectors: data() may be NULL, which memcmp must not get
+  if (count == 0) return;  // empty vectors: data() may be NULL, which memcmp must not get
   for (int q = 0; q < 2; q++)
     ASSERT_EQ(0, memcmp(ranks[q].recvbuf.data(), ranks[1 - q].sendbuf.data(), count * 4))
         << what << " rank " << q;
@@ -269,6 +269,38 @@ TEST(DevLoop, ReceiveListedFirstOnBothRanksCompletes) {
   std::vector<dl_status_t> st = RunAll(ranks);
   for (int q = 0; q < 2; q++) ASSERT_EQ(DL_DONE, st[q].code) << Str(st[q]);
   CheckExchange(ranks, 8 * 9 + 3, "recv first");
+}
+
+// A local copy, a send that depends on it and a final reduce into recvbuf, over scratch memory:
+// each of 2 ranks copies its input to scratch slice by slice, sends scratch to the other (slice r
+// once the copy of slice r is done), and averages what arrives with scratch into recvbuf.
+TEST(DevLoop, CopyThenSendWithDepAndFinalAverage) {
+  const size_t count = 8 * 5 + 2;
+  Net net(2, 2, 8 * 8);
+  std::vector<Rank> ranks;
+  ranks.reserve(2);
+  std::vector<double> scratch[2];
+  for (int q = 0; q < 2; q++) {
+    ranks.emplace_back(8, WEFT_FLOAT64, WEFT_AVG, 2);
+    Rank &r = ranks.back();
+    int out = r.Link(net, q, 1 - q, DP_LINK_SEND), in = r.Link(net, q, 1 - q, DP_LINK_RECV);
+    int copy = r.Add(DP_COPY, DP_SCRATCH, DP_SENDBUF, -1, -1, -1, 0, count);
+    r.Add(DP_SEND, DP_SCRATCH, DP_SCRATCH, -1, out, copy, 0, count);
+    r.Add(DP_RECV_REDUCE, DP_RECVBUF, DP_SCRATCH, in, -1, -1, 0, count, 1);
+    r.Finish(count);
+    scratch[q].assign(count, -1.0);
+    r.prog.buf_count[DP_SCRATCH] = count;
+    r.run.bufs[DP_SCRATCH] = reinterpret_cast<char *>(scratch[q].data());
+    for (size_t i = 0; i < count; i++)
+      reinterpret_cast<double *>(r.sendbuf.data())[i] = (double)(q * 100 + (int)i);
+  }
+  std::vector<dl_status_t> st = RunAll(ranks);
+  for (int q = 0; q < 2; q++) {
+    ASSERT_EQ(DL_DONE, st[q].code) << Str(st[q]);
+    for (size_t i = 0; i < count; i++)
+      ASSERT_EQ((double)(100 + 2 * (int)i) / 2, reinterpret_cast<double *>(ranks[q].Out())[i])
+          << "rank " << q << " element " << i;
+  }
 }
 
 // ---- Ring all-reduce, written as the compiler writes collectives/ring_allreduce.c's schedule:
