@@ -36,6 +36,7 @@ static const struct {
     [WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
     [WEFT_FLOAT16] = {"float16", 2}, [WEFT_BFLOAT16] = {"bfloat16", 2},
     [WEFT_FLOAT32] = {"float32", 4}, [WEFT_FLOAT64] = {"float64", 8},
+    [WEFT_FLOAT8_E4M3] = {"float8_e4m3", 1}, [WEFT_FLOAT8_E5M2] = {"float8_e5m2", 1},
 };
 
 size_t weft_dtype_size(weft_dtype_t d) {
