@@ -1,5 +1,6 @@
-// fp8_test.cc -- kernels/fp8.h against a reference written here from the format definitions:
-// every bit pattern, every rounding tie, saturation, NaN, subnormals and e5m2 infinities.
+// fp8_test.cc -- kernels/fp8.h against the reference in ref.h (the format definitions, ldexp and a
+// nearest-value search): every bit pattern, every rounding tie, saturation, NaN, subnormals and
+// e5m2 infinities.
 #include "kernels/fp8.h"
 
 #include <gtest/gtest.h>
@@ -13,79 +14,28 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/ref.h"
+
 namespace {
 
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using ref::bits_float;
 
-// One fp8 format, as its bit fields say, and the conversions under test.
+// A conversion under test and the format it implements.
 struct Codec {
   const char *name;
-  int mant_bits;
-  int bias;
-  bool has_inf;  // e5m2: exponent all ones is inf (mantissa 0) or NaN; e4m3: only S.1111.111 is NaN
+  ref::Fp8 fmt;
   float (*to_float)(uint8_t);
   uint8_t (*from_float)(float);
 };
 
 void PrintTo(const Codec &c, std::ostream *os) { *os << c.name; }
 
-const Codec kE4m3 = {"e4m3", 3, 7, false, kern_e4m3_to_float, kern_float_to_e4m3};
-const Codec kE5m2 = {"e5m2", 2, 15, true, kern_e5m2_to_float, kern_float_to_e5m2};
+const Codec kE4m3 = {"e4m3", ref::kE4m3, kern_e4m3_to_float, kern_float_to_e4m3};
+const Codec kE5m2 = {"e5m2", ref::kE5m2, kern_e5m2_to_float, kern_float_to_e5m2};
 
-bool ref_is_nan(const Codec &c, uint8_t b) {
-  int exp_bits = 7 - c.mant_bits;
-  int exp = (b & 0x7f) >> c.mant_bits;
-  int mant = b & ((1 << c.mant_bits) - 1);
-  if (c.has_inf) return exp == (1 << exp_bits) - 1 && mant != 0;
-  return (b & 0x7f) == 0x7f;
-}
-
-bool ref_is_inf(const Codec &c, uint8_t b) {
-  return c.has_inf && (b & 0x7f) == (((1 << (7 - c.mant_bits)) - 1) << c.mant_bits);
-}
-
-// The value of a pattern, from sign, exponent and mantissa with ldexp.
-double ref_decode(const Codec &c, uint8_t b) {
-  int exp = (b & 0x7f) >> c.mant_bits;
-  int mant = b & ((1 << c.mant_bits) - 1);
-  double v;
-  if (ref_is_nan(c, b)) {
-    v = NAN;
-  } else if (ref_is_inf(c, b)) {
-    v = INFINITY;
-  } else if (exp == 0) {
-    v = std::ldexp(mant, 1 - c.bias - c.mant_bits);
-  } else {
-    v = std::ldexp((1 << c.mant_bits) + mant, exp - c.bias - c.mant_bits);
-  }
-  return (b & 0x80) ? -v : v;
-}
-
-// Round to nearest by search: the finite pattern closest to |d|, the even one (mantissa bit 0
-// clear) on a tie; beyond the largest finite value, that value (saturation).
-uint8_t ref_encode(const Codec &c, double d) {
-  uint8_t sign = std::signbit(d) ? 0x80 : 0;
-  if (std::isnan(d)) return 0;  // callers check NaN separately
-  if (std::isinf(d) && c.has_inf) return sign | (uint8_t)(0x7c);
-  double a = std::fabs(d);
-  const uint8_t max_finite = c.has_inf ? 0x7b : 0x7e;
-  if (a >= ref_decode(c, max_finite)) return sign | max_finite;
-  int best = 0;
-  double best_err = INFINITY;
-  for (int b = 0; b < 0x80; b++) {
-    if (ref_is_nan(c, (uint8_t)b) || ref_is_inf(c, (uint8_t)b)) continue;
-    double err = std::fabs(ref_decode(c, (uint8_t)b) - a);
-    if (err < best_err || (err == best_err && (b & 1) == 0)) {
-      best = b;
-      best_err = err;
-    }
-  }
-  return sign | (uint8_t)best;
-}
+bool ref_is_nan(const Codec &c, uint8_t b) { return ref::is_nan(c.fmt, b); }
+double ref_decode(const Codec &c, uint8_t b) { return ref::decode(c.fmt, b); }
+uint8_t ref_encode(const Codec &c, double d) { return ref::encode(c.fmt, d); }
 
 class Fp8Test : public ::testing::TestWithParam<Codec> {};
 
@@ -109,7 +59,7 @@ TEST_P(Fp8Test, EncodeRoundTripsEveryDecodedValue) {
   const Codec &c = GetParam();
   for (int b = 0; b < 256; b++) {
     uint8_t back = c.from_float(c.to_float((uint8_t)b));
-    bool quiet = !c.has_inf || (b & (1 << (c.mant_bits - 1)));
+    bool quiet = !c.fmt.has_inf || (b & (1 << (c.fmt.mant_bits - 1)));
     if (!ref_is_nan(c, (uint8_t)b) || quiet) {
       EXPECT_EQ(back, b) << c.name << " 0x" << std::hex << b;
     } else {
@@ -170,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, Fp8Test, ::testing::Values(kE4m3, kE5m2),
                            return std::string(info.param.name);
                          });
 
-// Hand-written expectations, so that a mistake shared by fp8.h and the search above still shows.
+// Hand-written expectations, so that a mistake shared by fp8.h and ref.h still shows up.
 TEST(Fp8FixedTest, E4m3TiesGoToEven) {
   EXPECT_EQ(kern_float_to_e4m3(1.0625f), 0x38);  // 1 + half ulp -> 1 (mantissa 000)
   EXPECT_EQ(kern_float_to_e4m3(1.1875f), 0x3a);  // 1.125 + half ulp -> 1.25 (mantissa 010)
