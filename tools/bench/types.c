@@ -15,6 +15,8 @@ static const struct {
     [WEFT_INT64] = {"int64", NULL, 8, 0, 1},        [WEFT_UINT64] = {"uint64", NULL, 8, 0, 0},
     [WEFT_FLOAT16] = {"half", "float16", 2, 1, 1},  [WEFT_BFLOAT16] = {"bfloat16", NULL, 2, 1, 1},
     [WEFT_FLOAT32] = {"float", "float32", 4, 1, 1}, [WEFT_FLOAT64] = {"double", "float64", 8, 1, 1},
+    [WEFT_FLOAT8_E4M3] = {"f8e4m3", "float8_e4m3", 1, 1, 1},
+    [WEFT_FLOAT8_E5M2] = {"f8e5m2", "float8_e5m2", 1, 1, 1},
 };
 
 static const char *const ops[WEFT_NUM_OPS] = {
