@@ -27,11 +27,11 @@
 /* X(suffix, DTYPE, T, W, TO_W, FROM_W) for floating dtypes. W is the type arithmetic happens in;
  * TO_W and FROM_W convert storage to it and back (rounding to nearest even for fp16/bf16/fp8,
  * saturating for fp8). */
-#define KERN_FLOAT_DTYPES(X)                                                              \
-  X(float16, WEFT_FLOAT16, uint16_t, float, kern_half_to_float, kern_float_to_half)       \
-  X(bfloat16, WEFT_BFLOAT16, uint16_t, float, kern_bf16_to_float, kern_float_to_bf16)     \
-  X(float32, WEFT_FLOAT32, float, float, KERN_SAME, KERN_SAME)                            \
-  X(float64, WEFT_FLOAT64, double, double, KERN_SAME, KERN_SAME)                          \
+#define KERN_FLOAT_DTYPES(X)                                                               \
+  X(float16, WEFT_FLOAT16, uint16_t, float, kern_half_to_float, kern_float_to_half)        \
+  X(bfloat16, WEFT_BFLOAT16, uint16_t, float, kern_bf16_to_float, kern_float_to_bf16)      \
+  X(float32, WEFT_FLOAT32, float, float, KERN_SAME, KERN_SAME)                             \
+  X(float64, WEFT_FLOAT64, double, double, KERN_SAME, KERN_SAME)                           \
   X(float8_e4m3, WEFT_FLOAT8_E4M3, uint8_t, float, kern_e4m3_to_float, kern_float_to_e4m3) \
   X(float8_e5m2, WEFT_FLOAT8_E5M2, uint8_t, float, kern_e5m2_to_float, kern_float_to_e5m2)
 

@@ -13,8 +13,8 @@
  * Formats (1 sign bit first):
  *   e4m3: 4 exponent bits, bias 7, 3 mantissa bits. No infinities; S.1111.111 is NaN, so the
  *         largest finite value is S.1111.110 = 448. Subnormals are m * 2^-9.
- *   e5m2: 5 exponent bits, bias 15, 2 mantissa bits: binary16's top byte, with IEEE inf (x.11111.00)
- *         and NaN. Largest finite value 57344; subnormals m * 2^-16. */
+ *   e5m2: 5 exponent bits, bias 15, 2 mantissa bits: binary16's top byte, with inf x.11111.00
+ *         and NaN as IEEE has them. Largest finite value 57344; subnormals m * 2^-16. */
 #ifndef WEFT_KERNELS_FP8_H_
 #define WEFT_KERNELS_FP8_H_
 
@@ -88,8 +88,8 @@ KERN_FP8_FN float kern_e5m2_to_float(uint8_t b) {
  * part; a carry out of the mantissa bumps the exponent, as it should. */
 KERN_FP8_FN uint32_t fp8_round_normal(uint32_t a, int mant, int bias, uint32_t max_finite) {
   int drop = 23 - mant;
-  uint32_t r = (a - ((uint32_t)(127 - bias) << 23) + ((1u << (drop - 1)) - 1) + ((a >> drop) & 1)) >>
-               drop;
+  uint32_t r =
+      (a - ((uint32_t)(127 - bias) << 23) + ((1u << (drop - 1)) - 1) + ((a >> drop) & 1)) >> drop;
   /* Compared as int32_t: SSE2 has signed compares only (r < 2^12, so the value is the same). */
   return r ^ ((r ^ max_finite) & fp8_mask((int32_t)r > (int32_t)max_finite));
 }
