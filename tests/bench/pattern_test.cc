@@ -11,9 +11,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tools/bench/elem.h"
 #include "kernels/fp8.h"
 #include "kernels/half.h"
+#include "tools/bench/elem.h"
 #include "tools/bench/types.h"
 
 namespace {
@@ -117,7 +117,8 @@ uint64_t Combine(weft_dtype_t dt, weft_op_t op, uint64_t a, uint64_t b) {
   }
 }
 
-// avg's final step: integers divide with C's truncation, floats truly divide (fp16/bf16/fp8 in float).
+// avg's final step: integers divide with C's truncation, floats truly divide (fp16/bf16/fp8 in
+// float).
 uint64_t DivideBy(weft_dtype_t dt, uint64_t a, int n) {
   switch (dt) {
     case WEFT_INT8:

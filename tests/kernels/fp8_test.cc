@@ -148,11 +148,11 @@ TEST(Fp8FixedTest, E4m3NanAndSubnormals) {
   EXPECT_EQ(kern_float_to_e4m3(bits_float(0x7f800001)), 0x7f);  // payload below e4m3's mantissa
   EXPECT_TRUE(std::isnan(kern_e4m3_to_float(0x7f)));
   EXPECT_TRUE(std::isnan(kern_e4m3_to_float(0xff)));
-  EXPECT_EQ(kern_e4m3_to_float(0x01), 0x1p-9f);      // smallest subnormal
-  EXPECT_EQ(kern_e4m3_to_float(0x07), 7 * 0x1p-9f);  // largest subnormal
-  EXPECT_EQ(kern_e4m3_to_float(0x08), 0x1p-6f);      // smallest normal
-  EXPECT_EQ(kern_float_to_e4m3(0x1p-10f), 0x00);     // tie between 0 and 1 step: 0
-  EXPECT_EQ(kern_float_to_e4m3(3 * 0x1p-10f), 0x02);  // tie between 1 and 2 steps: 2
+  EXPECT_EQ(kern_e4m3_to_float(0x01), 0x1p-9f);         // smallest subnormal
+  EXPECT_EQ(kern_e4m3_to_float(0x07), 7 * 0x1p-9f);     // largest subnormal
+  EXPECT_EQ(kern_e4m3_to_float(0x08), 0x1p-6f);         // smallest normal
+  EXPECT_EQ(kern_float_to_e4m3(0x1p-10f), 0x00);        // tie between 0 and 1 step: 0
+  EXPECT_EQ(kern_float_to_e4m3(3 * 0x1p-10f), 0x02);    // tie between 1 and 2 steps: 2
   EXPECT_EQ(kern_float_to_e4m3(7.5f * 0x1p-9f), 0x08);  // tie: up into the normals
   EXPECT_EQ(kern_float_to_e4m3(-1e-10f), 0x80);
   EXPECT_EQ(kern_float_to_e4m3(0x1p-149f), 0x00);

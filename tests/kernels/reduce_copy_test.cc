@@ -19,8 +19,8 @@ namespace {
 const size_t kSizes[] = {0, 1, 3, 17, 1000, 4099};
 const size_t kElemSize[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
 const char *const kDtypeNames[WEFT_NUM_DTYPES] = {
-    "int8",     "uint8",    "int32",   "uint32",      "int64",      "uint64",
-    "float16",  "bfloat16", "float32", "float64",     "float8_e4m3", "float8_e5m2"};
+    "int8",    "uint8",    "int32",   "uint32",  "int64",       "uint64",
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2"};
 const char *const kOpNames[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 
 bool IsFloat(weft_dtype_t dtype) { return dtype >= WEFT_FLOAT16; }
@@ -224,15 +224,14 @@ TEST_P(ReduceCopyAvgTest, MatchesAvgFinal) {
             });
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypes, ReduceCopyAvgTest,
-                         ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32,
-                                                              WEFT_UINT32, WEFT_INT64, WEFT_UINT64,
-                                                              WEFT_FLOAT16, WEFT_BFLOAT16,
-                                                              WEFT_FLOAT32, WEFT_FLOAT64,
-                                                              WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
-                                            ::testing::ValuesIn(kSizes), ::testing::Values(1, 3, 7),
-                                            ::testing::Values(kDisjoint, kDst2IsA, kDst2IsB)),
-                         AvgParamName);
+INSTANTIATE_TEST_SUITE_P(
+    AllDtypes, ReduceCopyAvgTest,
+    ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64,
+                                         WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
+                                         WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
+                       ::testing::ValuesIn(kSizes), ::testing::Values(1, 3, 7),
+                       ::testing::Values(kDisjoint, kDst2IsA, kDst2IsB)),
+    AvgParamName);
 
 // A few results written out by hand, so that a mistake shared by both loop families still shows.
 TEST(ReduceCopyFixedTest, HandWrittenResults) {

@@ -254,9 +254,9 @@ TEST_P(ReduceTest, MatchesReference) {
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param> &info) {
-  static const char *const dtypes[] = {"int8",    "uint8",       "int32",      "uint32",
-                                       "int64",   "uint64",      "float16",    "bfloat16",
-                                       "float32", "float64",     "float8_e4m3", "float8_e5m2"};
+  static const char *const dtypes[] = {"int8",    "uint8",   "int32",       "uint32",
+                                       "int64",   "uint64",  "float16",     "bfloat16",
+                                       "float32", "float64", "float8_e4m3", "float8_e5m2"};
   static const char *const ops[] = {"sum", "prod", "min", "max", "avg"};
   static const char *const places[] = {"out", "inplace_a", "inplace_b"};
   return std::string(dtypes[std::get<0>(info.param)]) + "_" + ops[std::get<1>(info.param)] + "_n" +

@@ -37,9 +37,9 @@ bool contains(const std::string& s, const std::string& part) {
     if (!(cond)) return "rank " + std::to_string(rank) + ": " + (what); \
   } while (0)
 
-// All-reduce (int32 sum, float32 max, float64 avg, fp8 e4m3 and e5m2 sums), broadcast from rank 1, in-place bcast from
-// the last rank, reduce to rank 2 (int64 prod), all-gather, reduce-scatter (float sum, in place
-// too), all-to-all, gather and scatter on `comm` of n ranks.
+// All-reduce (int32 sum, float32 max, float64 avg, fp8 e4m3 and e5m2 sums), broadcast from rank
+// 1, in-place bcast from the last rank, reduce to rank 2 (int64 prod), all-gather, reduce-scatter
+// (float sum, in place too), all-to-all, gather and scatter on `comm` of n ranks.
 std::string check_collectives(ncclComm_t comm, int rank, int n) {
   const size_t count = 1000;
   {

@@ -19,7 +19,8 @@ extern "C" {
  *
  * - sum (and avg on integers): x = a(i) + ((rank + i) mod P), |x| <= L / nranks, where L is the
  *   largest integer up to which the dtype is exact (127 for int8, 2048 for fp16, 256 for bf16,
- *   16 for fp8 e4m3, 8 for e5m2, 2^24 for float, ...). avg on integers is sum / nranks truncated toward zero, as weft.h says.
+ *   16 for fp8 e4m3, 8 for e5m2, 2^24 for float, ...). avg on integers is sum / nranks
+ *   truncated toward zero, as weft.h says.
  * - avg on floats: x = a(i) +- k, the +k and -k of rank pairs cancelling, so sum = nranks * a(i)
  *   and the true division is exact; in an odd world the last three ranks add +k1, +k2 and
  *   -(k1 + k2) instead, so that the last rank's part is not always a(i) alone (with fp8's tiny

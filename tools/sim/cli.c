@@ -61,8 +61,8 @@ static const opt_t options[] = {
 
 /* nccl-tests' dtype names first, then weft's (weft_dtype_name). */
 static const char *const nccl_dtype_names[WEFT_NUM_DTYPES] = {
-    "int8",  "uint8",    "int32", "uint32", "int64",  "uint64",
-    "half",  "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+    "int8", "uint8",    "int32", "uint32", "int64",  "uint64",
+    "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
 
 int simcli_parse_size(const char *text, size_t *bytes) {
   char *end;
