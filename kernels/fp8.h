@@ -3,10 +3,12 @@
  *
  * One source for both sides is what makes a device reduction give the host's bits exactly
  * (kernels/cuda/reduce_kernels.cu): cuda_fp8.h's conversions turn a float infinity into the largest
- * finite value under __NV_SATFINITE and write every NaN as 0x7f, where weft keeps e5m2
- * infinities and NaN signs (include/weft.h). As in kernels/half.h, every case is computed and the
- * answer picked with masks, so that a loop calling these stays straight-line code. Rounding relies
- * on the default FP environment (round to nearest even), on the host and on the device (nvcc
+ * finite value under __NV_SATFINITE, where weft keeps e5m2 infinities (include/weft.h). Every NaN
+ * is written as 0x7f in both formats: which NaN operand x86 or a GPU propagates through a sum
+ * differs (and differs between two compilations of the same loop), so keeping the payload or sign
+ * would make results depend on the code generated. As in kernels/half.h, every case is computed and
+ * the answer picked with masks, so that a loop calling these stays straight-line code. Rounding
+ * relies on the default FP environment (round to nearest even), on the host and on the device (nvcc
  * without -use_fast_math does not flush subnormals; flushing would not change a result anyway,
  * since a subnormal float is 0 in either fp8 format).
  *
@@ -102,34 +104,33 @@ KERN_FP8_FN uint32_t fp8_round_sub(uint32_t a, int mant, int bias) {
   return fp8_float_to_bits(fp8_bits_to_float(a) + fp8_bits_to_float(c)) - c;
 }
 
-/* Picks among the three cases: below 2^emin, infinite or NaN (`special`), the rest. */
-KERN_FP8_FN uint8_t fp8_select(uint32_t u, uint32_t a, int bias, uint32_t sub, uint32_t special,
+/* Picks among the cases: below 2^emin, infinite (`inf`, with the sign), NaN (0x7f whatever its
+ * sign and payload), the rest (with the sign). */
+KERN_FP8_FN uint8_t fp8_select(uint32_t u, uint32_t a, int bias, uint32_t sub, uint32_t inf,
                                uint32_t normal) {
   int32_t sa = (int32_t)a; /* a has no sign bit: signed compares, as above */
-  uint32_t is_special = fp8_mask(sa >= 0x7f800000);
+  uint32_t is_big = fp8_mask(sa >= 0x7f800000);
+  uint32_t is_nan = fp8_mask(sa > 0x7f800000);
   uint32_t is_sub = fp8_mask(sa < (int32_t)((uint32_t)(128 - bias) << 23));
-  uint32_t r = (is_special & special) | (is_sub & sub) | (~(is_special | is_sub) & normal);
-  return (uint8_t)(r | ((u >> 24) & 0x80u));
+  uint32_t r = (is_big & inf) | (is_sub & sub) | (~(is_big | is_sub) & normal);
+  r |= (u >> 24) & 0x80u;
+  return (uint8_t)((is_nan & 0x7fu) | (~is_nan & r));
 }
 
 /* Round to nearest, ties to even; beyond 448 (infinity included) saturates to 448; NaN gives
- * 0x7f or 0xff. */
+ * 0x7f. */
 KERN_FP8_FN uint8_t kern_float_to_e4m3(float f) {
   uint32_t u = fp8_float_to_bits(f);
   uint32_t a = u & 0x7fffffffu;
-  uint32_t special = 0x7eu | (fp8_mask((int32_t)a > 0x7f800000) & 1u);
-  return fp8_select(u, a, 7, fp8_round_sub(a, 3, 7), special, fp8_round_normal(a, 3, 7, 0x7eu));
+  return fp8_select(u, a, 7, fp8_round_sub(a, 3, 7), 0x7eu, fp8_round_normal(a, 3, 7, 0x7eu));
 }
 
 /* Round to nearest, ties to even; a finite value beyond 57344 saturates to 57344, infinity stays
- * infinity; NaN gives a quiet NaN (quiet bit set, the top payload bit kept, so a quiet e5m2 NaN
- * survives a round trip bit for bit). */
+ * infinity; NaN gives 0x7f (a quiet NaN). */
 KERN_FP8_FN uint8_t kern_float_to_e5m2(float f) {
   uint32_t u = fp8_float_to_bits(f);
   uint32_t a = u & 0x7fffffffu;
-  uint32_t nan = fp8_mask((int32_t)a > 0x7f800000) & (0x2u | ((a >> 21) & 1));
-  uint32_t special = 0x7cu | nan;
-  return fp8_select(u, a, 15, fp8_round_sub(a, 2, 15), special, fp8_round_normal(a, 2, 15, 0x7bu));
+  return fp8_select(u, a, 15, fp8_round_sub(a, 2, 15), 0x7cu, fp8_round_normal(a, 2, 15, 0x7bu));
 }
 
 #endif /* WEFT_KERNELS_FP8_H_ */

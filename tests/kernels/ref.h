@@ -109,10 +109,10 @@ inline uint8_t max_finite(Fp8 fmt) { return fmt.has_inf ? 0x7b : 0x7e; }
 
 // Round to nearest by search: the finite pattern closest to |d|, the even one (mantissa bit 0
 // clear) on a tie; from the largest finite value up, that value (saturation). An e5m2 infinity
-// stays infinite; NaN gives e4m3's NaN or e5m2's quiet NaN 0x7e, with d's sign.
+// stays infinite; NaN gives 0x7f in both formats, whatever its sign.
 inline uint8_t encode(Fp8 fmt, double d) {
   uint8_t sign = std::signbit(d) ? 0x80 : 0;
-  if (std::isnan(d)) return sign | (fmt.has_inf ? 0x7e : 0x7f);
+  if (std::isnan(d)) return 0x7f;
   if (std::isinf(d) && fmt.has_inf) return sign | 0x7c;
   double a = std::fabs(d);
   if (a >= decode(fmt, max_finite(fmt))) return sign | max_finite(fmt);
