@@ -85,10 +85,10 @@ struct Bf16 {
 };
 
 /* fp8 e4m3 and e5m2: the host's own conversions from kernels/fp8.h, compiled for the device, and
- * not cuda_fp8.h's. Those agree on every finite rounding but saturate a float infinity to the
- * largest finite value (weft keeps e5m2 infinities) and drop a NaN's sign; sharing the source is
- * what keeps host and device bit-identical. The float arithmetic around them is the same as for
- * fp16/bf16. */
+ * not cuda_fp8.h's. Those round finite values the same way but saturate a float infinity to the
+ * largest finite value (weft keeps e5m2 infinities); sharing the source is what keeps host and
+ * device bit-identical, NaN results (0x7f) included. The float arithmetic around them is the same
+ * as for fp16/bf16. */
 struct E4m3 {
   using Storage = uint8_t;
   static __device__ __forceinline__ float to(uint8_t b) { return kern_e4m3_to_float(b); }
