@@ -31,11 +31,18 @@ static const struct {
   const char *name;
   size_t size;
 } dtypes[WEFT_NUM_DTYPES] = {
-    [WEFT_INT8] = {"int8", 1},       [WEFT_UINT8] = {"uint8", 1},
-    [WEFT_INT32] = {"int32", 4},     [WEFT_UINT32] = {"uint32", 4},
-    [WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
-    [WEFT_FLOAT16] = {"float16", 2}, [WEFT_BFLOAT16] = {"bfloat16", 2},
-    [WEFT_FLOAT32] = {"float32", 4}, [WEFT_FLOAT64] = {"float64", 8},
+    [WEFT_INT8] = {"int8", 1},
+    [WEFT_UINT8] = {"uint8", 1},
+    [WEFT_INT32] = {"int32", 4},
+    [WEFT_UINT32] = {"uint32", 4},
+    [WEFT_INT64] = {"int64", 8},
+    [WEFT_UINT64] = {"uint64", 8},
+    [WEFT_FLOAT16] = {"float16", 2},
+    [WEFT_BFLOAT16] = {"bfloat16", 2},
+    [WEFT_FLOAT32] = {"float32", 4},
+    [WEFT_FLOAT64] = {"float64", 8},
+    [WEFT_FLOAT8_E4M3] = {"float8_e4m3", 1},
+    [WEFT_FLOAT8_E5M2] = {"float8_e5m2", 1},
 };
 
 size_t weft_dtype_size(weft_dtype_t d) {

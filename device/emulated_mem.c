@@ -104,6 +104,8 @@ size_t emu_dtype_size(weft_dtype_t dtype) {
   switch (dtype) {
     case WEFT_INT8:
     case WEFT_UINT8:
+    case WEFT_FLOAT8_E4M3:
+    case WEFT_FLOAT8_E5M2:
       return 1;
     case WEFT_FLOAT16:
     case WEFT_BFLOAT16:

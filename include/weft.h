@@ -94,10 +94,17 @@ typedef enum {
   WEFT_BFLOAT16 = 7, /* bfloat16 */
   WEFT_FLOAT32 = 8,
   WEFT_FLOAT64 = 9,
-  WEFT_NUM_DTYPES = 10
+  WEFT_FLOAT8_E4M3 = 10, /* OCP fp8 e4m3 ("fn"): bias 7, no inf, NaN 0x7f/0xff, max 448 */
+  WEFT_FLOAT8_E5M2 = 11, /* OCP fp8 e5m2: bias 15, inf and NaN as in IEEE, max 57344 */
+  WEFT_NUM_DTYPES = 12
 } weft_dtype_t;
 
 /* fp16 and bf16 are reduced in float and rounded back to nearest, ties to even, at every step.
+ * So are fp8 e4m3 and e5m2, except that a result beyond the largest finite value saturates to it
+ * (448 or 57344, with its sign), as the __NV_SATFINITE conversion of NCCL's fp8 reductions does; a
+ * NaN stays NaN: a sum, product or average that is NaN is written as 0x7f in either format (its
+ * sign and payload would depend on which NaN operand the CPU or GPU propagates), while min and max
+ * return an operand's own bits. An e5m2 infinity in the input stays infinite.
  * WEFT_AVG divides the sum by the number of ranks. On floating types that is a true division. On
  * integer types it is the sum (wrapping on overflow, like WEFT_SUM) divided by nranks with C's
  * truncation toward zero, as NCCL's ncclAvg does; torch rejects avg on integer tensors, so callers

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "include/weft.h"
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 
 /* X(suffix, DTYPE, T, W) for integer dtypes. T is the storage type. W is the unsigned type that
@@ -24,12 +25,15 @@
   X(uint64, WEFT_UINT64, uint64_t, uint64_t)
 
 /* X(suffix, DTYPE, T, W, TO_W, FROM_W) for floating dtypes. W is the type arithmetic happens in;
- * TO_W and FROM_W convert storage to it and back (rounding to nearest even for fp16/bf16). */
-#define KERN_FLOAT_DTYPES(X)                                                          \
-  X(float16, WEFT_FLOAT16, uint16_t, float, kern_half_to_float, kern_float_to_half)   \
-  X(bfloat16, WEFT_BFLOAT16, uint16_t, float, kern_bf16_to_float, kern_float_to_bf16) \
-  X(float32, WEFT_FLOAT32, float, float, KERN_SAME, KERN_SAME)                        \
-  X(float64, WEFT_FLOAT64, double, double, KERN_SAME, KERN_SAME)
+ * TO_W and FROM_W convert storage to it and back (rounding to nearest even for fp16/bf16/fp8,
+ * saturating for fp8). */
+#define KERN_FLOAT_DTYPES(X)                                                               \
+  X(float16, WEFT_FLOAT16, uint16_t, float, kern_half_to_float, kern_float_to_half)        \
+  X(bfloat16, WEFT_BFLOAT16, uint16_t, float, kern_bf16_to_float, kern_float_to_bf16)      \
+  X(float32, WEFT_FLOAT32, float, float, KERN_SAME, KERN_SAME)                             \
+  X(float64, WEFT_FLOAT64, double, double, KERN_SAME, KERN_SAME)                           \
+  X(float8_e4m3, WEFT_FLOAT8_E4M3, uint8_t, float, kern_e4m3_to_float, kern_float_to_e4m3) \
+  X(float8_e5m2, WEFT_FLOAT8_E5M2, uint8_t, float, kern_e5m2_to_float, kern_float_to_e5m2)
 
 #define KERN_SAME(x) (x)
 

@@ -7,21 +7,22 @@
  * takes the vector path in both the in-place and the disjoint case.
  *
  * Checked with kernels/vec_report.sh (gcc 12.2, -O3, -fopt-info-vec-optimized on the preprocessed
- * source so that each macro-generated loop gets its own line). With the SSE2 baseline, 34 of the
- * 40 loops vectorize: every int8/uint8/int32/uint32, fp16, bf16, float32 and float64 op, and
+ * source so that each macro-generated loop gets its own line). With the SSE2 baseline, 42 of the
+ * 48 loops vectorize: every int8/uint8/int32/uint32, fp16, bf16, fp8, float32 and float64 op, and
  * int64/uint64 sum. int64/uint64 prod, min and max stay scalar: SSE2 has no 64-bit lane multiply
  * and no 64-bit compare (pcmpgtq is SSE4.2); gcc vectorizes min/max with -msse4.2 and all three
- * with -mavx2, which we do not pass so that the library runs on any x86-64. fp16/bf16 vectorize
- * because kernels/half.h converts with masks instead of branches (see there for why `?:` failed).
+ * with -mavx2, which we do not pass so that the library runs on any x86-64. fp16/bf16/fp8
+ * vectorize because kernels/half.h and fp8.h convert with masks instead of branches (see half.h for
+ * why `?:` failed).
  * kernels/avg.c: the float loops vectorize; the integer ones cannot (no SIMD integer division).
  *
- * The two-destination reduce-copy loops (reduce_copy_*, same report): 36 of 40 vectorize, the
+ * The two-destination reduce-copy loops (reduce_copy_*, same report): 44 of 48 vectorize, the
  * same set plus int64/uint64 prod. Only int64/uint64 min and max stay scalar (no 64-bit compare in
  * SSE2, as above). 64-bit prod is emulated with three pmuludq per vector in both kinds of loop;
  * gcc's cost model rates that exactly break-even against two imulq for one store and profitable
  * once the second store is counted, and measured it is (8192 int64 on a 2-core AMD EPYC VM: 4.4 us
  * vectorized against 6.4 us scalar). The in-place case (dst2 == a or b) takes the vector path as
- * fast as the disjoint one. kernels/avg.c's avg_final_copy_*: 4 of 10, the float ones, as above.
+ * fast as the disjoint one. kernels/avg.c's avg_final_copy_*: 6 of 12, the float ones, as above.
  */
 #include "kernels/reduce.h"
 

@@ -73,15 +73,13 @@ ncclResult_t nccl_dtype(ncclDataType_t t, weft_dtype_t *out, const char *call) {
       [ncclInt8] = WEFT_INT8,         [ncclUint8] = WEFT_UINT8,     [ncclInt32] = WEFT_INT32,
       [ncclUint32] = WEFT_UINT32,     [ncclInt64] = WEFT_INT64,     [ncclUint64] = WEFT_UINT64,
       [ncclFloat16] = WEFT_FLOAT16,   [ncclFloat32] = WEFT_FLOAT32, [ncclFloat64] = WEFT_FLOAT64,
-      [ncclBfloat16] = WEFT_BFLOAT16,
+      [ncclBfloat16] = WEFT_BFLOAT16, [ncclFloat8e4m3] = WEFT_FLOAT8_E4M3,
+      [ncclFloat8e5m2] = WEFT_FLOAT8_E5M2,
   };
-  if ((int)t >= 0 && (int)t <= ncclBfloat16) {
+  if ((int)t >= 0 && (int)t < ncclNumTypes) {
     *out = map[t];
     return ncclSuccess;
   }
-  if (t == ncclFloat8e4m3 || t == ncclFloat8e5m2)
-    return nccl_fail(ncclInvalidArgument, "%s: fp8 datatypes (%d) are not supported yet", call,
-                     (int)t);
   return nccl_fail(ncclInvalidArgument, "%s: invalid datatype %d", call, (int)t);
 }
 

@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "kernels/cuda/plan.h"
 #include "kernels/cuda/reduce_kernels.h"
+#include "kernels/fp8.h"
 
 namespace {
 
@@ -67,6 +68,7 @@ struct FloatType {
  * before its one rounding. min/max compare in float and return an operand's own bits, so they are
  * exact and NaNs pass through unchanged. */
 struct Half {
+  using Storage = uint16_t;
   static __device__ __forceinline__ float to(uint16_t b) {
     return __half2float(__ushort_as_half(b));
   }
@@ -76,6 +78,7 @@ struct Half {
 };
 
 struct Bf16 {
+  using Storage = uint16_t;
   static __device__ __forceinline__ float to(uint16_t b) {
     return __bfloat162float(__ushort_as_bfloat16(b));
   }
@@ -84,30 +87,38 @@ struct Bf16 {
   }
 };
 
+/* fp8 e4m3 and e5m2: the host's own conversions from kernels/fp8.h, compiled for the device, and
+ * not cuda_fp8.h's. Those round finite values the same way but saturate a float infinity to the
+ * largest finite value (weft keeps e5m2 infinities); sharing the source is what keeps host and
+ * device bit-identical, NaN results (0x7f) included. The float arithmetic around them is the same
+ * as for fp16/bf16. */
+struct E4m3 {
+  using Storage = uint8_t;
+  static __device__ __forceinline__ float to(uint8_t b) { return kern_e4m3_to_float(b); }
+  static __device__ __forceinline__ uint8_t from(float f) { return kern_float_to_e4m3(f); }
+};
+
+struct E5m2 {
+  using Storage = uint8_t;
+  static __device__ __forceinline__ float to(uint8_t b) { return kern_e5m2_to_float(b); }
+  static __device__ __forceinline__ uint8_t from(float f) { return kern_float_to_e5m2(f); }
+};
+
 template <typename C>
 struct SmallFloatType {
-  using Storage = uint16_t;
-  static __device__ __forceinline__ uint16_t sum(uint16_t x, uint16_t y) {
-    return C::from(C::to(x) + C::to(y));
-  }
-  static __device__ __forceinline__ uint16_t prod(uint16_t x, uint16_t y) {
-    return C::from(C::to(x) * C::to(y));
-  }
-  static __device__ __forceinline__ uint16_t min(uint16_t x, uint16_t y) {
-    return C::to(x) < C::to(y) ? x : y;
-  }
-  static __device__ __forceinline__ uint16_t max(uint16_t x, uint16_t y) {
-    return C::to(x) > C::to(y) ? x : y;
-  }
-  static __device__ __forceinline__ uint16_t avg_final(uint16_t x, uint16_t y, int nranks) {
+  using Storage = typename C::Storage;
+  using T = Storage;
+  static __device__ __forceinline__ T sum(T x, T y) { return C::from(C::to(x) + C::to(y)); }
+  static __device__ __forceinline__ T prod(T x, T y) { return C::from(C::to(x) * C::to(y)); }
+  static __device__ __forceinline__ T min(T x, T y) { return C::to(x) < C::to(y) ? x : y; }
+  static __device__ __forceinline__ T max(T x, T y) { return C::to(x) > C::to(y) ? x : y; }
+  static __device__ __forceinline__ T avg_final(T x, T y, int nranks) {
     return C::from((C::to(x) + C::to(y)) / (float)nranks);
   }
-  static __device__ __forceinline__ uint16_t scale(uint16_t x, int nranks) {
+  static __device__ __forceinline__ T scale(T x, int nranks) {
     return C::from(C::to(x) / (float)nranks);
   }
-  static __device__ __forceinline__ uint16_t premul(uint16_t x, uint16_t f) {
-    return C::from(C::to(x) * C::to(f));
-  }
+  static __device__ __forceinline__ T premul(T x, T f) { return C::from(C::to(x) * C::to(f)); }
 };
 
 /* What a kernel computes per element. kAvgFinal is WEFT_AVG's last step; intermediate WEFT_AVG
@@ -238,11 +249,11 @@ __global__ void __launch_bounds__(KERN_CUDA_THREADS, KERN_CUDA_BLOCKS_PER_SM)
 
 /* ---- Host side ---------------------------------------------------------------------------- */
 
-const char *const kDtypeNames[WEFT_NUM_DTYPES] = {"int8",    "uint8",  "int32",   "uint32",
-                                                  "int64",   "uint64", "float16", "bfloat16",
-                                                  "float32", "float64"};
+const char *const kDtypeNames[WEFT_NUM_DTYPES] = {
+    "int8",    "uint8",   "int32",       "uint32",     "int64",  "uint64", "float16",
+    "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2"};
 const char *const kOpNames[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
-const size_t kDtypeSizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+const size_t kDtypeSizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
 
 weft_result_t cuda_fail(const char *what, cudaError_t err) {
   return WEFT_ERR(WEFT_ERR_SYSTEM, "%s: %s (%s)", what, cudaGetErrorName(err),
@@ -292,6 +303,10 @@ cudaError_t with_dtype(weft_dtype_t dtype, Fn &&fn) {
       return fn(FloatType<float>());
     case WEFT_FLOAT64:
       return fn(FloatType<double>());
+    case WEFT_FLOAT8_E4M3:
+      return fn(SmallFloatType<E4m3>());
+    case WEFT_FLOAT8_E5M2:
+      return fn(SmallFloatType<E5m2>());
     default:
       return cudaErrorInvalidValue; /* validated by the callers */
   }

@@ -12,10 +12,12 @@
  * input (in place) but must not partially overlap one.
  *
  * Results equal the host kernels' (kernels/reduce.h) bit for bit: same wrapping integer arithmetic,
- * fp16/bf16 computed in float and rounded to nearest even once per call, min/max as `a < b ? a : b`
+ * fp16/bf16/fp8 computed in float and rounded to nearest even once per call (fp8 saturating as
+ * include/weft.h says), min/max as `a < b ? a : b`
  * and `a > b ? a : b` (a NaN in either operand gives b, with its bits). One exception: where the
  * result of a sum, product or average is a NaN, it is a NaN but its payload may differ, because
- * GPU arithmetic returns the canonical NaN where x86 propagates an operand's payload.
+ * GPU arithmetic returns the canonical NaN where x86 propagates an operand's payload. fp8 has no
+ * such exception: every NaN result is written as 0x7f (kernels/fp8.h).
  *
  * Errors: WEFT_ERR_INVALID_ARGUMENT (unknown dtype or op, NULL or misaligned pointer, nranks < 1);
  * WEFT_ERR_SYSTEM when the CUDA runtime fails, with a message naming the CUDA error (e.g.

@@ -19,6 +19,12 @@ def test_numpy_dtypes_map_to_weft():
         assert dt.name.lower() == name and dt.itemsize == np.dtype(name).itemsize
         assert weft.as_buffer(np.zeros(3, name)).dtype == dt
     assert to_dtype("bfloat16") == weft.BFLOAT16 and weft.BFLOAT16.itemsize == 2
+    # fp8: weft's names, and torch's / ml_dtypes' for e4m3 "fn".
+    assert to_dtype("float8_e4m3") == to_dtype("float8_e4m3fn") == weft.FLOAT8_E4M3
+    assert to_dtype("float8_e5m2") == weft.FLOAT8_E5M2 == weft.Dtype(11)
+    assert weft.FLOAT8_E4M3.itemsize == weft.FLOAT8_E5M2.itemsize == 1
+    assert weft.FLOAT8_E4M3.is_floating and weft.FLOAT8_E5M2.is_floating
+    assert len(weft.Dtype) == 12
     assert to_dtype(np.float32) == weft.FLOAT32
     with pytest.raises(TypeError, match="int16"):
         to_dtype(np.int16)
@@ -46,6 +52,7 @@ def test_buffer_formats():
     assert from_format("h", 2) is None
     assert weft.as_buffer(array.array("d", [1.0, 2.0])).count == 2
     assert weft.as_buffer(bytearray(8), dtype="float16").count == 4
+    assert weft.as_buffer(bytearray(8), dtype="float8_e4m3").count == 8
     with pytest.raises(ValueError, match="whole number"):
         weft.as_buffer(bytearray(7), dtype="int32")
     assert to_op("SUM") == weft.SUM and to_op("product") == weft.PROD

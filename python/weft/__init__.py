@@ -30,6 +30,7 @@ except _metadata.PackageNotFoundError:  # python/ used from a checkout, not inst
 INT8, UINT8, INT32, UINT32, INT64, UINT64 = (Dtype.INT8, Dtype.UINT8, Dtype.INT32, Dtype.UINT32,
                                              Dtype.INT64, Dtype.UINT64)
 FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = Dtype.FLOAT16, Dtype.BFLOAT16, Dtype.FLOAT32, Dtype.FLOAT64
+FLOAT8_E4M3, FLOAT8_E5M2 = Dtype.FLOAT8_E4M3, Dtype.FLOAT8_E5M2
 SUM, PROD, MIN, MAX, AVG = Op.SUM, Op.PROD, Op.MIN, Op.MAX, Op.AVG
 FEATURE_CUDA = 0x1
 

@@ -57,6 +57,9 @@ def _from_numpy(arr, dtype, writable, what):
     if writable and not arr.flags.writeable:
         raise ValueError(f"weft: {what} is read-only, but this call writes it")
     if dtype is None:
+        if arr.dtype.name == "float8_e4m3":  # ml_dtypes' IEEE-like e4m3, not weft's e4m3fn
+            raise TypeError(f"weft: {what} has dtype float8_e4m3 (IEEE-like, with infinities), "
+                            "which weft does not support; weft's FLOAT8_E4M3 is float8_e4m3fn")
         try:
             dt = to_dtype(arr.dtype.name)
         except TypeError:

@@ -13,6 +13,8 @@ class Dtype(enum.IntEnum):
     BFLOAT16 = 7
     FLOAT32 = 8
     FLOAT64 = 9
+    FLOAT8_E4M3 = 10  # OCP e4m3 "fn": no infinities, max 448 (torch.float8_e4m3fn)
+    FLOAT8_E5M2 = 11  # OCP e5m2: IEEE-like, max 57344 (torch.float8_e5m2)
 
     @property
     def itemsize(self):
@@ -26,6 +28,7 @@ class Dtype(enum.IntEnum):
 _SIZES = {
     Dtype.INT8: 1, Dtype.UINT8: 1, Dtype.INT32: 4, Dtype.UINT32: 4, Dtype.INT64: 8,
     Dtype.UINT64: 8, Dtype.FLOAT16: 2, Dtype.BFLOAT16: 2, Dtype.FLOAT32: 4, Dtype.FLOAT64: 8,
+    Dtype.FLOAT8_E4M3: 1, Dtype.FLOAT8_E5M2: 1,
 }
 
 
@@ -67,13 +70,17 @@ class Algo(enum.IntEnum):
     BRUCK = 10  # all_to_all: ceil(log2 p) exchanges, small blocks
 
 
-# Names as numpy spells them (numpy.dtype(...).name); "bfloat16" is what ml_dtypes and similar
-# packages call theirs.
+# Names as numpy spells them (numpy.dtype(...).name); "bfloat16", "float8_e4m3fn" and
+# "float8_e5m2" are what ml_dtypes and torch call theirs. ml_dtypes' "float8_e4m3" is a different
+# format (IEEE-like, with infinities), so a numpy array of it is refused (buffers.py); the name
+# itself, given as a string, is weft's for e4m3fn.
 _BY_NAME = {
     "int8": Dtype.INT8, "uint8": Dtype.UINT8, "int32": Dtype.INT32, "uint32": Dtype.UINT32,
     "int64": Dtype.INT64, "uint64": Dtype.UINT64, "float16": Dtype.FLOAT16,
     "bfloat16": Dtype.BFLOAT16, "float32": Dtype.FLOAT32, "float64": Dtype.FLOAT64,
     "half": Dtype.FLOAT16, "float": Dtype.FLOAT32, "double": Dtype.FLOAT64,
+    "float8_e4m3": Dtype.FLOAT8_E4M3, "float8_e4m3fn": Dtype.FLOAT8_E4M3,
+    "float8_e5m2": Dtype.FLOAT8_E5M2,
 }
 
 # struct-module format characters of the buffer protocol, by (character, itemsize).

@@ -141,11 +141,23 @@ TEST(Args, DtypesAndAliases) {
   struct {
     const char *name;
     weft_dtype_t dtype;
-  } cases[] = {{"int8", WEFT_INT8},      {"uint8", WEFT_UINT8},     {"int32", WEFT_INT32},
-               {"uint32", WEFT_UINT32},  {"int64", WEFT_INT64},     {"uint64", WEFT_UINT64},
-               {"half", WEFT_FLOAT16},   {"float16", WEFT_FLOAT16}, {"bfloat16", WEFT_BFLOAT16},
-               {"float", WEFT_FLOAT32},  {"float32", WEFT_FLOAT32}, {"double", WEFT_FLOAT64},
-               {"float64", WEFT_FLOAT64}};
+  } cases[] = {{"int8", WEFT_INT8},
+               {"uint8", WEFT_UINT8},
+               {"int32", WEFT_INT32},
+               {"uint32", WEFT_UINT32},
+               {"int64", WEFT_INT64},
+               {"uint64", WEFT_UINT64},
+               {"half", WEFT_FLOAT16},
+               {"float16", WEFT_FLOAT16},
+               {"bfloat16", WEFT_BFLOAT16},
+               {"float", WEFT_FLOAT32},
+               {"float32", WEFT_FLOAT32},
+               {"double", WEFT_FLOAT64},
+               {"float64", WEFT_FLOAT64},
+               {"f8e4m3", WEFT_FLOAT8_E4M3},
+               {"float8_e4m3", WEFT_FLOAT8_E4M3},
+               {"f8e5m2", WEFT_FLOAT8_E5M2},
+               {"float8_e5m2", WEFT_FLOAT8_E5M2}};
   for (const auto &c : cases) {
     Parsed p = Parse({"-d", c.name});
     ASSERT_EQ(p.rc, BENCH_ARGS_OK) << c.name << ": " << p.err;

@@ -11,8 +11,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tools/bench/elem.h"
+#include "kernels/fp8.h"
 #include "kernels/half.h"
+#include "tools/bench/elem.h"
 #include "tools/bench/types.h"
 
 namespace {
@@ -105,12 +106,19 @@ uint64_t Combine(weft_dtype_t dt, weft_op_t op, uint64_t a, uint64_t b) {
           FloatOp(op, kern_bf16_to_float((uint16_t)a), kern_bf16_to_float((uint16_t)b)));
     case WEFT_FLOAT32:
       return ToBits(FloatOp(op, FromBits<float>(a), FromBits<float>(b)));
+    case WEFT_FLOAT8_E4M3:
+      return kern_float_to_e4m3(
+          FloatOp(op, kern_e4m3_to_float((uint8_t)a), kern_e4m3_to_float((uint8_t)b)));
+    case WEFT_FLOAT8_E5M2:
+      return kern_float_to_e5m2(
+          FloatOp(op, kern_e5m2_to_float((uint8_t)a), kern_e5m2_to_float((uint8_t)b)));
     default:
       return ToBits(FloatOp(op, FromBits<double>(a), FromBits<double>(b)));
   }
 }
 
-// avg's final step: integers divide with C's truncation, floats truly divide (fp16/bf16 in float).
+// avg's final step: integers divide with C's truncation, floats truly divide (fp16/bf16/fp8 in
+// float).
 uint64_t DivideBy(weft_dtype_t dt, uint64_t a, int n) {
   switch (dt) {
     case WEFT_INT8:
@@ -131,6 +139,10 @@ uint64_t DivideBy(weft_dtype_t dt, uint64_t a, int n) {
       return kern_float_to_bf16(kern_bf16_to_float((uint16_t)a) / n);
     case WEFT_FLOAT32:
       return ToBits<float>(FromBits<float>(a) / static_cast<float>(n));
+    case WEFT_FLOAT8_E4M3:
+      return kern_float_to_e4m3(kern_e4m3_to_float((uint8_t)a) / n);
+    case WEFT_FLOAT8_E5M2:
+      return kern_float_to_e5m2(kern_e5m2_to_float((uint8_t)a) / n);
     default:
       return ToBits<double>(FromBits<double>(a) / n);
   }

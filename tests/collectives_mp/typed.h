@@ -9,11 +9,15 @@
 
 extern "C" {
 #include "include/weft.h"
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 }
 
+inline bool is_fp8_dtype(weft_dtype_t d) { return d == WEFT_FLOAT8_E4M3 || d == WEFT_FLOAT8_E5M2; }
+
 inline bool is_float_dtype(weft_dtype_t d) {
-  return d == WEFT_FLOAT16 || d == WEFT_BFLOAT16 || d == WEFT_FLOAT32 || d == WEFT_FLOAT64;
+  return d == WEFT_FLOAT16 || d == WEFT_BFLOAT16 || d == WEFT_FLOAT32 || d == WEFT_FLOAT64 ||
+         is_fp8_dtype(d);
 }
 
 // Stores v (an integer the tests make sure the dtype represents exactly, or wraps on purpose for
@@ -30,6 +34,8 @@ inline void typed_store(weft_dtype_t d, void* buf, size_t i, int64_t v) {
     case WEFT_BFLOAT16: ((uint16_t*)buf)[i] = kern_float_to_bf16((float)v); break;
     case WEFT_FLOAT32: ((float*)buf)[i] = (float)v; break;
     case WEFT_FLOAT64: ((double*)buf)[i] = (double)v; break;
+    case WEFT_FLOAT8_E4M3: ((uint8_t*)buf)[i] = kern_float_to_e4m3((float)v); break;
+    case WEFT_FLOAT8_E5M2: ((uint8_t*)buf)[i] = kern_float_to_e5m2((float)v); break;
     default: break;
   }
 }
@@ -47,6 +53,8 @@ inline std::string typed_str(weft_dtype_t d, const void* buf, size_t i) {
     case WEFT_BFLOAT16: return std::to_string(kern_bf16_to_float(((const uint16_t*)buf)[i]));
     case WEFT_FLOAT32: return std::to_string(((const float*)buf)[i]);
     case WEFT_FLOAT64: return std::to_string(((const double*)buf)[i]);
+    case WEFT_FLOAT8_E4M3: return std::to_string(kern_e4m3_to_float(((const uint8_t*)buf)[i]));
+    case WEFT_FLOAT8_E5M2: return std::to_string(kern_e5m2_to_float(((const uint8_t*)buf)[i]));
     default: return "?";
   }
 }

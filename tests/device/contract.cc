@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 #include "kernels/reduce.h"
 
@@ -28,7 +29,7 @@ const char kIpcChildEnv[] = "WEFT_DEVICE_TEST_IPC_CHILD";
 const char kGateChildEnv[] = "WEFT_DEVICE_TEST_GATE_CHILD";
 
 size_t DtypeSize(int d) {
-  static const size_t sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  static const size_t sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   return sizes[d];
 }
 
@@ -39,6 +40,8 @@ uint64_t Lcg(uint64_t *s) {
 
 // Values for every dtype with no NaN (GPU arithmetic may change a NaN's payload) and small enough
 // floats that products stay finite; integers take every bit pattern, so sums and products wrap.
+// fp8 values are scaled up until products pass the largest finite value, so that saturation is
+// part of what host and device must agree on.
 void Fill(int dtype, void *buf, size_t n, uint64_t seed) {
   uint64_t s = seed;
   for (size_t i = 0; i < n; i++) {
@@ -56,6 +59,12 @@ void Fill(int dtype, void *buf, size_t n, uint64_t seed) {
         break;
       case WEFT_FLOAT64:
         ((double *)buf)[i] = (double)f / 3.0;
+        break;
+      case WEFT_FLOAT8_E4M3:
+        ((uint8_t *)buf)[i] = kern_float_to_e4m3(f * 8.0f);
+        break;
+      case WEFT_FLOAT8_E5M2:
+        ((uint8_t *)buf)[i] = kern_float_to_e5m2(f * 1024.0f);
         break;
       default:
         memcpy((char *)buf + i * DtypeSize(dtype), &r, DtypeSize(dtype));

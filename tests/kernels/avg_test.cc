@@ -146,6 +146,56 @@ void CheckSmallAvg(ref::Format fmt, weft_dtype_t dtype) {
 TEST(AvgTest, Fp16MatchesReference) { CheckSmallAvg(ref::kHalf, WEFT_FLOAT16); }
 TEST(AvgTest, Bf16MatchesReference) { CheckSmallAvg(ref::kBf16, WEFT_BFLOAT16); }
 
+// fp8: every pair of non-NaN patterns (65536 pairs), over each rank count. The sum is taken in
+// float as the kernel does; dividing and rounding once from there, in double, gives the same fp8
+// result as the kernel's float quotient (float has >= 2p+2 bits for p = 4).
+void CheckFp8Avg(ref::Fp8 fmt, weft_dtype_t dtype) {
+  std::vector<uint8_t> a, b;
+  for (int x = 0; x < 256; x++) {
+    for (int y = 0; y < 256; y++) {
+      if (ref::is_nan(fmt, (uint8_t)x) || ref::is_nan(fmt, (uint8_t)y)) continue;
+      a.push_back((uint8_t)x);
+      b.push_back((uint8_t)y);
+    }
+  }
+  const size_t n = a.size();
+  std::vector<uint8_t> d(n), s(n);
+  int bad = 0;
+  for (int nranks : kRanks) {
+    kern_reduce_avg_final(d.data(), a.data(), b.data(), n, dtype, nranks);
+    kern_scale_avg(s.data(), a.data(), n, dtype, nranks);
+    for (size_t i = 0; i < n; i++) {
+      double sum = (float)(ref::decode(fmt, a[i]) + ref::decode(fmt, b[i]));
+      uint8_t want = ref::encode(fmt, sum / nranks);
+      uint8_t want_s = ref::encode(fmt, ref::decode(fmt, a[i]) / nranks);
+      bool ok = ref::is_nan(fmt, want) ? ref::is_nan(fmt, d[i]) : d[i] == want;
+      if ((!ok || s[i] != want_s) && bad++ < 10) {
+        ADD_FAILURE() << std::hex << "0x" << +a[i] << " + 0x" << +b[i] << " over " << std::dec
+                      << nranks << ": avg_final 0x" << std::hex << +d[i] << " want 0x" << +want
+                      << ", scale 0x" << +s[i] << " want 0x" << +want_s;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(AvgTest, Fp8E4m3MatchesReference) { CheckFp8Avg(ref::kE4m3, WEFT_FLOAT8_E4M3); }
+TEST(AvgTest, Fp8E5m2MatchesReference) { CheckFp8Avg(ref::kE5m2, WEFT_FLOAT8_E5M2); }
+
+// Saturation happens on the quotient, not the sum: 448 + 448 over 2 is 448 in e4m3 although the
+// sum is out of range, and the same for 57344 in e5m2.
+TEST(AvgTest, Fp8SumBeyondRangeAveragesBack) {
+  uint8_t a[] = {0x7e, 0xfe}, b[] = {0x7e, 0xfe}, d[2];
+  kern_reduce_avg_final(d, a, b, 2, WEFT_FLOAT8_E4M3, 2);
+  EXPECT_EQ(d[0], 0x7e);
+  EXPECT_EQ(d[1], 0xfe);
+  uint8_t c[] = {0x7b}, e[1];
+  kern_reduce_avg_final(e, c, c, 1, WEFT_FLOAT8_E5M2, 2);
+  EXPECT_EQ(e[0], 0x7b);
+  kern_reduce_avg_final(e, c, c, 1, WEFT_FLOAT8_E5M2, 4);  // 28672 = 1.75 * 2^14
+  EXPECT_EQ(e[0], 0x77);
+}
+
 TEST(AvgTest, Float32MatchesReference) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
@@ -178,11 +228,12 @@ TEST(AvgTest, InPlace) {
 
 // World size 1: scaling by 1 returns every (non-NaN) value bit for bit, in every dtype.
 TEST(AvgTest, ScaleByOneIsIdentity) {
-  const size_t kSize[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  const size_t kSize[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   std::mt19937_64 rng(3);
   for (int dt = 0; dt < WEFT_NUM_DTYPES; dt++) {
     std::vector<uint64_t> src(65), dst(65);
-    for (auto &v : src) v = rng() & 0x3fff3fff3fff3fffull;  // clear exponent top bits: no NaN
+    // Clear exponent top bits: no NaN in any float dtype (bytes 0x3f/0xbf have a 0 in fp8's too).
+    for (auto &v : src) v = rng() & 0x3fbf3fbf3fbf3fbfull;
     kern_scale_avg(dst.data(), src.data(), 65 * 8 / kSize[dt], (weft_dtype_t)dt, 1);
     EXPECT_EQ(src, dst) << "dtype " << dt;
   }

@@ -53,6 +53,10 @@ TEST(KernelBwOpts, NcclTestsFlags) {
   EXPECT_EQ(o.minbytes, 1024u);
   ASSERT_EQ(Parse({"-d", "float64"}, &o, &err), 0) << err;  // weft's names too
   EXPECT_EQ(o.dtype, WEFT_FLOAT64);
+  ASSERT_EQ(Parse({"-d", "f8e4m3"}, &o, &err), 0) << err;  // nccl-tests' fp8 names
+  EXPECT_EQ(o.dtype, WEFT_FLOAT8_E4M3);
+  ASSERT_EQ(Parse({"-d", "float8_e5m2"}, &o, &err), 0) << err;
+  EXPECT_EQ(o.dtype, WEFT_FLOAT8_E5M2);
 }
 
 TEST(KernelBwOpts, RejectsBadInputWithAMessage) {

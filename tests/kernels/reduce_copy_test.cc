@@ -10,16 +10,17 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 #include "kernels/reduce.h"
 
 namespace {
 
 const size_t kSizes[] = {0, 1, 3, 17, 1000, 4099};
-const size_t kElemSize[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-const char *const kDtypeNames[WEFT_NUM_DTYPES] = {"int8",    "uint8",  "int32",   "uint32",
-                                                  "int64",   "uint64", "float16", "bfloat16",
-                                                  "float32", "float64"};
+const size_t kElemSize[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+const char *const kDtypeNames[WEFT_NUM_DTYPES] = {
+    "int8",    "uint8",    "int32",   "uint32",  "int64",       "uint64",
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2"};
 const char *const kOpNames[WEFT_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 
 bool IsFloat(weft_dtype_t dtype) { return dtype >= WEFT_FLOAT16; }
@@ -46,6 +47,12 @@ std::vector<uint8_t> RandomElems(weft_dtype_t dtype, size_t n, std::mt19937_64 &
         case WEFT_BFLOAT16:
           bits = kern_float_to_bf16((float)small * 0.25f);
           break;
+        case WEFT_FLOAT8_E4M3:  // rounded where fp8 has too few mantissa bits
+          bits = kern_float_to_e4m3((float)small * 0.25f);
+          break;
+        case WEFT_FLOAT8_E5M2:
+          bits = kern_float_to_e5m2((float)small * 0.25f);
+          break;
         case WEFT_FLOAT32: {
           float f = (float)small * 0.25f;
           std::memcpy(&bits, &f, sizeof f);
@@ -70,6 +77,12 @@ std::vector<uint8_t> RandomElems(weft_dtype_t dtype, size_t n, std::mt19937_64 &
           break;
         case WEFT_FLOAT32:
           bits = sign << 31 | 0x7fc00000 | (rng() & 0x3fffff);
+          break;
+        case WEFT_FLOAT8_E4M3:  // e4m3's only NaN
+          bits = sign << 7 | 0x7f;
+          break;
+        case WEFT_FLOAT8_E5M2:
+          bits = sign << 7 | 0x7e | (rng() & 1);
           break;
         default:
           bits = sign << 63 | 0x7ff8000000000000ull | (rng() & 0x7ffffffffffffull);
@@ -179,7 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllDtypesOps, ReduceCopyTest,
     ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64,
                                          WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
-                                         WEFT_FLOAT64),
+                                         WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
                        ::testing::Values(WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG),
                        ::testing::ValuesIn(kSizes),
                        ::testing::Values(kDisjoint, kDst2IsA, kDst2IsB)),
@@ -211,14 +224,14 @@ TEST_P(ReduceCopyAvgTest, MatchesAvgFinal) {
             });
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypes, ReduceCopyAvgTest,
-                         ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32,
-                                                              WEFT_UINT32, WEFT_INT64, WEFT_UINT64,
-                                                              WEFT_FLOAT16, WEFT_BFLOAT16,
-                                                              WEFT_FLOAT32, WEFT_FLOAT64),
-                                            ::testing::ValuesIn(kSizes), ::testing::Values(1, 3, 7),
-                                            ::testing::Values(kDisjoint, kDst2IsA, kDst2IsB)),
-                         AvgParamName);
+INSTANTIATE_TEST_SUITE_P(
+    AllDtypes, ReduceCopyAvgTest,
+    ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64,
+                                         WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
+                                         WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
+                       ::testing::ValuesIn(kSizes), ::testing::Values(1, 3, 7),
+                       ::testing::Values(kDisjoint, kDst2IsA, kDst2IsB)),
+    AvgParamName);
 
 // A few results written out by hand, so that a mistake shared by both loop families still shows.
 TEST(ReduceCopyFixedTest, HandWrittenResults) {
@@ -236,6 +249,13 @@ TEST(ReduceCopyFixedTest, HandWrittenResults) {
   EXPECT_EQ(hb[0], 0x6800);
   EXPECT_EQ(hd[1] & 0x7e00, 0x7e00) << "NaN in, NaN out";
   EXPECT_EQ(hb[1], hd[1]);
+  // e4m3 448 + 448 saturates to 448 (0x7e), and 1 + 0.0625 is a tie that stays at 1 (0x38).
+  uint8_t fa[] = {0x7e, 0x38}, fb[] = {0x7e, 0x18}, fd[2], fe[2];
+  kern_reduce_copy_lookup(WEFT_FLOAT8_E4M3, WEFT_SUM)(fd, fe, fa, fb, 2);
+  for (const uint8_t *r : {fd, fe}) {
+    EXPECT_EQ(r[0], 0x7e);
+    EXPECT_EQ(r[1], 0x38);
+  }
   // Integer average truncates toward zero: (-7 + 0) / 2 = -3. In place on a.
   int32_t ia[] = {-7, 7}, ib[] = {0, 0}, id[2];
   kern_reduce_copy_avg_final(id, ia, ia, ib, 2, WEFT_INT32, 2);

@@ -112,6 +112,33 @@ T RandomFloat(std::mt19937_64 &rng, size_t i) {
   }
 }
 
+// fp8: the same, on 8 bits. Both inputs exact in double, the double sum or product exact too
+// (at most 4 + 33 bits), so one rounding gives the kernel's float-then-fp8 result (float has
+// >= 2p+2 bits for p = 4). Encode saturates as the kernels do.
+uint8_t Fp8Ref(ref::Fp8 fmt, weft_op_t op, uint8_t x, uint8_t y) {
+  double dx = ref::decode(fmt, x), dy = ref::decode(fmt, y);
+  switch (op) {
+    case WEFT_SUM:
+    case WEFT_AVG:
+      return ref::encode(fmt, dx + dy);
+    case WEFT_PROD:
+      return ref::encode(fmt, dx * dy);
+    case WEFT_MIN:
+      return dy < dx ? y : x;
+    case WEFT_MAX:
+      return dy > dx ? y : x;
+    default:
+      return 0;
+  }
+}
+
+uint8_t RandomFp8(ref::Fp8 fmt, std::mt19937_64 &rng, size_t i) {
+  for (;;) {
+    uint8_t v = (i % 2) ? (uint8_t)rng() : ref::encode(fmt, (double)(rng() % 201) / 8 - 12.5);
+    if (!ref::is_nan(fmt, v)) return v;
+  }
+}
+
 uint16_t RandomSmall(ref::Format fmt, std::mt19937_64 &rng, size_t i) {
   for (;;) {
     uint16_t v = (i % 2) ? (uint16_t)rng() : ref::encode(fmt, (double)(rng() % 2001) / 16 - 62.5);
@@ -185,6 +212,14 @@ class ReduceTest : public ::testing::TestWithParam<Param> {
                       return SameFloat(op, ref::decode(fmt, got), ref::decode(fmt, want));
                     });
   }
+
+  void CheckFp8(ref::Fp8 fmt) {
+    Check<uint8_t>([fmt](std::mt19937_64 &rng, size_t i) { return RandomFp8(fmt, rng, i); },
+                   [fmt](weft_op_t op, uint8_t x, uint8_t y) { return Fp8Ref(fmt, op, x, y); },
+                   [fmt](weft_op_t op, uint8_t got, uint8_t want) {
+                     return SameFloat(op, ref::decode(fmt, got), ref::decode(fmt, want));
+                   });
+  }
 };
 
 TEST_P(ReduceTest, MatchesReference) {
@@ -209,14 +244,19 @@ TEST_P(ReduceTest, MatchesReference) {
       return CheckFloat<float>();
     case WEFT_FLOAT64:
       return CheckFloat<double>();
+    case WEFT_FLOAT8_E4M3:
+      return CheckFp8(ref::kE4m3);
+    case WEFT_FLOAT8_E5M2:
+      return CheckFp8(ref::kE5m2);
     default:
       FAIL() << "dtype without a test";
   }
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param> &info) {
-  static const char *const dtypes[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                       "uint64", "float16", "bfloat16", "float32", "float64"};
+  static const char *const dtypes[] = {"int8",    "uint8",   "int32",       "uint32",
+                                       "int64",   "uint64",  "float16",     "bfloat16",
+                                       "float32", "float64", "float8_e4m3", "float8_e5m2"};
   static const char *const ops[] = {"sum", "prod", "min", "max", "avg"};
   static const char *const places[] = {"out", "inplace_a", "inplace_b"};
   return std::string(dtypes[std::get<0>(info.param)]) + "_" + ops[std::get<1>(info.param)] + "_n" +
@@ -227,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllDtypesOps, ReduceTest,
     ::testing::Combine(::testing::Values(WEFT_INT8, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64,
                                          WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
-                                         WEFT_FLOAT64),
+                                         WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
                        ::testing::Values(WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG),
                        ::testing::ValuesIn(kSizes),
                        ::testing::Values(kOutOfPlace, kInPlaceA, kInPlaceB)),
@@ -276,6 +316,26 @@ TEST(ReduceFixedTest, HalfSumRoundsEachCall) {
   EXPECT_EQ(d[0], 0x4380);
 }
 
+TEST(ReduceFixedTest, Fp8RoundsAndSaturatesEachCall) {
+  // e4m3: 16 + 1 = 17 is a tie between 16 and 18; even is 16 (0x58). 448 + 64 saturates to 448,
+  // -448 * 2 to -448. 0.5 * 2^-9 = 2^-10 is a tie between 0 and the smallest subnormal: +0.
+  uint8_t a[] = {0x58, 0x7e, 0xfe, 0x30}, b[] = {0x38, 0x68, 0x40, 0x01}, d[4];
+  ASSERT_EQ(kern_reduce(d, a, b, 3, WEFT_FLOAT8_E4M3, WEFT_SUM), WEFT_SUCCESS);
+  EXPECT_EQ(d[0], 0x58);
+  EXPECT_EQ(d[1], 0x7e);
+  ASSERT_EQ(kern_reduce(d, a, b, 4, WEFT_FLOAT8_E4M3, WEFT_PROD), WEFT_SUCCESS);
+  EXPECT_EQ(d[2], 0xfe);
+  EXPECT_EQ(d[3], 0x00);
+  // e5m2: 57344 + 57344 saturates; inf + 1 stays inf; inf + -inf is NaN; min keeps -inf.
+  uint8_t e[] = {0x7b, 0x7c, 0x7c, 0xfc}, f[] = {0x7b, 0x3c, 0xfc, 0x3c}, g[4];
+  ASSERT_EQ(kern_reduce(g, e, f, 4, WEFT_FLOAT8_E5M2, WEFT_SUM), WEFT_SUCCESS);
+  EXPECT_EQ(g[0], 0x7b);
+  EXPECT_EQ(g[1], 0x7c);
+  EXPECT_TRUE(ref::is_nan(ref::kE5m2, g[2]));
+  ASSERT_EQ(kern_reduce(g, e, f, 4, WEFT_FLOAT8_E5M2, WEFT_MIN), WEFT_SUCCESS);
+  EXPECT_EQ(g[3], 0xfc);
+}
+
 TEST(ReduceFixedTest, NanPropagatesThroughSum) {
   uint16_t hn[] = {0x7e00}, h1[] = {0x3c00}, hd[1];
   ASSERT_EQ(kern_reduce(hd, h1, hn, 1, WEFT_FLOAT16, WEFT_SUM), WEFT_SUCCESS);
@@ -283,6 +343,9 @@ TEST(ReduceFixedTest, NanPropagatesThroughSum) {
   uint16_t bn[] = {0x7fc0}, b1[] = {0x3f80};
   ASSERT_EQ(kern_reduce(hd, bn, b1, 1, WEFT_BFLOAT16, WEFT_SUM), WEFT_SUCCESS);
   EXPECT_TRUE(ref::is_nan(ref::kBf16, hd[0]));
+  uint8_t en[] = {0xff}, e1[] = {0x38}, ed[1];
+  ASSERT_EQ(kern_reduce(ed, e1, en, 1, WEFT_FLOAT8_E4M3, WEFT_SUM), WEFT_SUCCESS);
+  EXPECT_EQ(ed[0], 0x7f);  // fp8's one NaN result, whichever NaN went in
   float fn[] = {NAN}, f1[] = {1}, fd[1];
   ASSERT_EQ(kern_reduce(fd, fn, f1, 1, WEFT_FLOAT32, WEFT_SUM), WEFT_SUCCESS);
   EXPECT_TRUE(std::isnan(fd[0]));

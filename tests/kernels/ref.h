@@ -1,4 +1,4 @@
-// ref.h -- slow, obviously-correct fp16/bf16 conversions that the kernel tests compare against.
+// ref.h -- slow, obviously-correct fp16/bf16/fp8 conversions that the kernel tests compare against.
 //
 // Written from the format definitions with ldexp/frexp/nearbyint in double, sharing nothing with
 // the bit tricks in kernels/half.h. std::nearbyint rounds in the current mode, which is the
@@ -65,6 +65,67 @@ inline uint16_t encode(Format fmt, double d) {
 inline bool is_nan(Format fmt, uint16_t bits) {
   uint16_t inf = (uint16_t)(((1 << fmt.exp_bits) - 1) << fmt.mant_bits);
   return (bits & inf) == inf && (bits & ((1 << fmt.mant_bits) - 1)) != 0;
+}
+
+// An fp8 format (1 sign, 7 - mant_bits exponent bits). e5m2 is IEEE-like; e4m3 ("fn") has no
+// infinities and only S.1111.111 is NaN.
+struct Fp8 {
+  int mant_bits;
+  int bias;
+  bool has_inf;
+};
+constexpr Fp8 kE4m3 = {3, 7, false};
+constexpr Fp8 kE5m2 = {2, 15, true};
+
+inline bool is_nan(Fp8 fmt, uint8_t b) {
+  int exp = (b & 0x7f) >> fmt.mant_bits;
+  int mant = b & ((1 << fmt.mant_bits) - 1);
+  if (fmt.has_inf) return exp == (0x7f >> fmt.mant_bits) && mant != 0;
+  return (b & 0x7f) == 0x7f;
+}
+
+inline bool is_inf(Fp8 fmt, uint8_t b) {
+  return fmt.has_inf && (b & 0x7f) == ((0x7f >> fmt.mant_bits) << fmt.mant_bits);
+}
+
+// The value of a pattern, from sign, exponent and mantissa with ldexp.
+inline double decode(Fp8 fmt, uint8_t b) {
+  int exp = (b & 0x7f) >> fmt.mant_bits;
+  int mant = b & ((1 << fmt.mant_bits) - 1);
+  double v;
+  if (is_nan(fmt, b)) {
+    v = NAN;
+  } else if (is_inf(fmt, b)) {
+    v = INFINITY;
+  } else if (exp == 0) {
+    v = std::ldexp(mant, 1 - fmt.bias - fmt.mant_bits);
+  } else {
+    v = std::ldexp((1 << fmt.mant_bits) + mant, exp - fmt.bias - fmt.mant_bits);
+  }
+  return (b & 0x80) ? -v : v;
+}
+
+inline uint8_t max_finite(Fp8 fmt) { return fmt.has_inf ? 0x7b : 0x7e; }
+
+// Round to nearest by search: the finite pattern closest to |d|, the even one (mantissa bit 0
+// clear) on a tie; from the largest finite value up, that value (saturation). An e5m2 infinity
+// stays infinite; NaN gives 0x7f in both formats, whatever its sign.
+inline uint8_t encode(Fp8 fmt, double d) {
+  uint8_t sign = std::signbit(d) ? 0x80 : 0;
+  if (std::isnan(d)) return 0x7f;
+  if (std::isinf(d) && fmt.has_inf) return sign | 0x7c;
+  double a = std::fabs(d);
+  if (a >= decode(fmt, max_finite(fmt))) return sign | max_finite(fmt);
+  int best = 0;
+  double best_err = INFINITY;
+  for (int b = 0; b <= max_finite(fmt); b++) {
+    double err = std::fabs(decode(fmt, (uint8_t)b) - a);
+    if (err < best_err || (err == best_err && (b & 1) == 0)) {
+      best = b;
+      best_err = err;
+    }
+  }
+  return sign | (uint8_t)best;
 }
 
 inline uint32_t float_bits(float f) {

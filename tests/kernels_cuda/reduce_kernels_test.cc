@@ -49,14 +49,14 @@ std::string NoDeviceReason() {
   } while (0)
 
 size_t DtypeSize(weft_dtype_t d) {
-  static const size_t sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  static const size_t sizes[WEFT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   return sizes[d];
 }
 
 const char *DtypeName(weft_dtype_t d) {
-  static const char *names[WEFT_NUM_DTYPES] = {"int8",    "uint8",  "int32",   "uint32",
-                                               "int64",   "uint64", "float16", "bfloat16",
-                                               "float32", "float64"};
+  static const char *names[WEFT_NUM_DTYPES] = {"int8",    "uint8",   "int32",       "uint32",
+                                               "int64",   "uint64",  "float16",     "bfloat16",
+                                               "float32", "float64", "float8_e4m3", "float8_e5m2"};
   return names[d];
 }
 
@@ -85,6 +85,10 @@ bool IsNan(weft_dtype_t d, const char *e) {
       memcpy(&u, e, 8);
       return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
     }
+    case WEFT_FLOAT8_E4M3:  // S.1111.111 only
+      return (*(const uint8_t *)e & 0x7f) == 0x7f;
+    case WEFT_FLOAT8_E5M2:
+      return (*(const uint8_t *)e & 0x7f) > 0x7c;
     default:
       return false;
   }
@@ -92,7 +96,9 @@ bool IsNan(weft_dtype_t d, const char *e) {
 
 // A float of `bits` bits with `exp_bits` exponent bits: mostly values within a few binades of 1
 // (so sums and products round in interesting ways), plus NaNs (quiet and signalling, either sign),
-// infinities, zeros, subnormals and arbitrary bit patterns.
+// infinities, zeros, subnormals and arbitrary bit patterns. For fp8 e4m3, which has no infinity
+// and one NaN per sign, the "NaN" and "infinity" draws are large finite values (or its NaN), and
+// the arbitrary patterns include both.
 uint64_t RandomFloatBits(int bits, int exp_bits, std::mt19937_64 &rng) {
   int mant_bits = bits - 1 - exp_bits;
   uint64_t r = rng();
@@ -139,6 +145,12 @@ void FillRandom(weft_dtype_t d, char *p, size_t n, std::mt19937_64 &rng) {
         break;
       case WEFT_FLOAT32:
         v = RandomFloatBits(32, 8, rng);
+        break;
+      case WEFT_FLOAT8_E4M3:
+        v = RandomFloatBits(8, 4, rng);
+        break;
+      case WEFT_FLOAT8_E5M2:
+        v = RandomFloatBits(8, 5, rng);
         break;
       default:
         v = RandomFloatBits(64, 11, rng);
@@ -419,9 +431,9 @@ TEST_P(CudaReduce, MappedPinnedHostMemory) {
   }
 }
 
-const weft_dtype_t kDtypes[] = {WEFT_INT8,    WEFT_UINT8,  WEFT_INT32,   WEFT_UINT32,
-                                WEFT_INT64,   WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16,
-                                WEFT_FLOAT32, WEFT_FLOAT64};
+const weft_dtype_t kDtypes[] = {WEFT_INT8,    WEFT_UINT8,   WEFT_INT32,       WEFT_UINT32,
+                                WEFT_INT64,   WEFT_UINT64,  WEFT_FLOAT16,     WEFT_BFLOAT16,
+                                WEFT_FLOAT32, WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2};
 // nranks 200 for the final average: beyond int8's range, where the division's conversions matter.
 const OpCase kOps[] = {{WEFT_SUM, 0}, {WEFT_PROD, 0}, {WEFT_MIN, 0},  {WEFT_MAX, 0},
                        {WEFT_AVG, 0}, {WEFT_AVG, 3},  {WEFT_AVG, 200}};
@@ -537,7 +549,7 @@ TEST(CudaKernelArgs, RejectsBadArgumentsWithAMessage) {
   alignas(16) char buf[64] = {0};
   EXPECT_EQ(kern_cuda_reduce(buf, buf, buf, 4, (weft_dtype_t)WEFT_NUM_DTYPES, WEFT_SUM, 0, nullptr),
             WEFT_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err_last()).find("unknown dtype 10"), std::string::npos) << err_last();
+  EXPECT_NE(std::string(err_last()).find("unknown dtype 12"), std::string::npos) << err_last();
   EXPECT_EQ(kern_cuda_reduce(buf, buf, buf, 4, WEFT_FLOAT32, (weft_op_t)-1, 0, nullptr),
             WEFT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err_last()).find("unknown op -1"), std::string::npos) << err_last();

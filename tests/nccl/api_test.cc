@@ -42,9 +42,9 @@ bool contains(const std::string& s, const std::string& part) {
     if (!(cond)) return "rank " + std::to_string(rank) + ": " + (what); \
   } while (0)
 
-// All-reduce (int32 sum, float32 max, float64 avg), broadcast from rank 1, in-place bcast from
-// the last rank, reduce to rank 2 (int64 prod), all-gather, reduce-scatter (float sum, in place
-// too), all-to-all, gather and scatter on `comm` of n ranks.
+// All-reduce (int32 sum, float32 max, float64 avg, fp8 e4m3 and e5m2 sums), broadcast from rank
+// 1, in-place bcast from the last rank, reduce to rank 2 (int64 prod), all-gather, reduce-scatter
+// (float sum, in place too), all-to-all, gather and scatter on `comm` of n ranks.
 std::string check_collectives(ncclComm_t comm, int rank, int n) {
   const size_t count = 1000;
   {
@@ -65,6 +65,18 @@ std::string check_collectives(ncclComm_t comm, int rank, int n) {
     std::vector<double> x(count, rank);
     CHECK_NCCL(ncclAllReduce(x.data(), x.data(), count, ncclFloat64, ncclAvg, comm, nullptr));
     for (size_t i = 0; i < count; i++) CHECK_TRUE(x[i] == (n - 1) / 2.0, "all-reduce avg");
+  }
+  {
+    // fp8 travels as bytes: e4m3 448 (0x7e) from every rank saturates at 448; e5m2 1.0 (0x3c)
+    // from every rank adds up to n, written out here for n <= 8.
+    std::vector<uint8_t> e4(count, 0x7e), e5(count, 0x3c);
+    CHECK_NCCL(ncclAllReduce(e4.data(), e4.data(), count, ncclFloat8e4m3, ncclSum, comm, nullptr));
+    CHECK_NCCL(ncclAllReduce(e5.data(), e5.data(), count, ncclFloat8e5m2, ncclSum, comm, nullptr));
+    static const uint8_t kE5m2Int[] = {0x00, 0x3c, 0x40, 0x42, 0x44, 0x45, 0x46, 0x47, 0x48};
+    for (size_t i = 0; i < count; i++) {
+      CHECK_TRUE(e4[i] == 0x7e, "all-reduce e4m3 sum saturates: " + std::to_string(e4[i]));
+      if (n <= 8) CHECK_TRUE(e5[i] == kE5m2Int[n], "all-reduce e5m2 sum: " + std::to_string(e5[i]));
+    }
   }
   {
     std::vector<float> in(count, static_cast<float>(rank)), out(count, -1);

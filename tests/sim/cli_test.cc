@@ -112,6 +112,8 @@ TEST(CliTest, BadInputsAreNamed) {
   EXPECT_NE(Parse({"-C", "alltoall"}).err.find("unknown collective 'alltoall'"), std::string::npos);
   EXPECT_NE(Parse({"-A", "fast"}).err.find("unknown algorithm 'fast'"), std::string::npos);
   EXPECT_NE(Parse({"-d", "float128"}).err.find("unknown dtype"), std::string::npos);
+  EXPECT_EQ(Parse({"-d", "f8e4m3"}).o.dtype, WEFT_FLOAT8_E4M3);       // nccl-tests' fp8 names
+  EXPECT_EQ(Parse({"-d", "float8_e5m2"}).o.dtype, WEFT_FLOAT8_E5M2);  // and weft's
   EXPECT_NE(Parse({"--alpha", "-1"}).err.find("--alpha: bad value '-1'"), std::string::npos);
   EXPECT_NE(Parse({"-e", "1X"}).err.find("bad value '1X'"), std::string::npos);
   EXPECT_NE(Parse({"-p"}).err.find("-p needs a value"), std::string::npos);

@@ -185,7 +185,7 @@ static int apply(const opt_t *o, const char *value, bench_args_t *args, char *er
       if (bench_dtype_parse(value, &args->dtype) != 0) {
         snprintf(err, errlen,
                  "-d: unknown dtype '%s' (int8 uint8 int32 uint32 int64 uint64 half bfloat16 float "
-                 "double, or float16 float32 float64)",
+                 "double f8e4m3 f8e5m2, or float16 float32 float64 float8_e4m3 float8_e5m2)",
                  value);
         return BENCH_ARGS_ERROR;
       }
@@ -357,6 +357,7 @@ void bench_args_usage(FILE *out) {
       "  -c, --check <0|1>         check the results (default 1)\n"
       "  -d, --datatype <type>     int8 uint8 int32 uint32 int64 uint64 half (float16) bfloat16\n"
       "                            float (float32, the default) double (float64)\n"
+      "                            f8e4m3 (float8_e4m3) f8e5m2 (float8_e5m2)\n"
       "  -o, --op <op>             sum (default) prod min max avg; all_reduce, reduce,\n"
       "                            reduce_scatter\n"
       "  -r, --root <rank>         root of broadcast, reduce, gather and scatter (default 0)\n"

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "kernels/fp8.h"
 #include "kernels/half.h"
 
 void bench_elem_store(weft_dtype_t dtype, void *buf, size_t i, int64_t v) {
@@ -32,6 +33,12 @@ void bench_elem_store(weft_dtype_t dtype, void *buf, size_t i, int64_t v) {
     case WEFT_FLOAT64:
       ((double *)buf)[i] = (double)v;
       break;
+    case WEFT_FLOAT8_E4M3:
+      ((uint8_t *)buf)[i] = kern_float_to_e4m3((float)v);
+      break;
+    case WEFT_FLOAT8_E5M2:
+      ((uint8_t *)buf)[i] = kern_float_to_e5m2((float)v);
+      break;
     default:
       break;
   }
@@ -55,6 +62,8 @@ int bench_elem_equals(weft_dtype_t dtype, const void *buf, size_t i, int64_t v) 
     case WEFT_BFLOAT16:
     case WEFT_FLOAT32:
     case WEFT_FLOAT64:
+    case WEFT_FLOAT8_E4M3:
+    case WEFT_FLOAT8_E5M2:
       /* Pattern values are integers of at most 53 significant bits: exact as doubles. */
       return bench_elem_load(dtype, buf, i) == (double)v;
     default:
@@ -75,6 +84,12 @@ void bench_elem_poison(weft_dtype_t dtype, void *buf, size_t i, int64_t v) {
       break;
     case WEFT_FLOAT64:
       ((double *)buf)[i] = NAN;
+      break;
+    case WEFT_FLOAT8_E4M3:
+      ((uint8_t *)buf)[i] = 0x7f;
+      break;
+    case WEFT_FLOAT8_E5M2:
+      ((uint8_t *)buf)[i] = 0x7e;
       break;
     default:
       bench_elem_store(dtype, buf, i, (int64_t)((uint64_t)v + 1));
@@ -104,6 +119,10 @@ double bench_elem_load(weft_dtype_t dtype, const void *buf, size_t i) {
       return ((const float *)buf)[i];
     case WEFT_FLOAT64:
       return ((const double *)buf)[i];
+    case WEFT_FLOAT8_E4M3:
+      return kern_e4m3_to_float(((const uint8_t *)buf)[i]);
+    case WEFT_FLOAT8_E5M2:
+      return kern_e5m2_to_float(((const uint8_t *)buf)[i]);
     default:
       return 0.0;
   }

@@ -21,7 +21,7 @@ int bench_elem_equals(weft_dtype_t dtype, const void *buf, size_t i, int64_t v);
 /* Stores a value that is certainly not v: v + 1 (mod 2^bits) for integers, NaN for floats. */
 void bench_elem_poison(weft_dtype_t dtype, void *buf, size_t i, int64_t v);
 
-/* Element i as a double (integers converted, fp16/bf16 widened). */
+/* Element i as a double (integers converted, fp16/bf16/fp8 widened). */
 double bench_elem_load(weft_dtype_t dtype, const void *buf, size_t i);
 
 #ifdef __cplusplus

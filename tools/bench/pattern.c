@@ -3,7 +3,7 @@
 
 #include "tools/bench/elem.h"
 
-enum { MODE_SUM, MODE_AVG_FLOAT, MODE_PROD, MODE_RANGE };
+enum { MODE_SUM, MODE_AVG_FLOAT, MODE_PROD, MODE_RANGE, MODE_SPARSE };
 
 /* Per dtype: the largest L such that every integer in [-L, L] (or [0, L] unsigned) is exact in
  * the dtype, capped at 2^62 so that values fit int64; the most factors of 2 a product may hold;
@@ -24,6 +24,8 @@ static const struct {
     [WEFT_BFLOAT16] = {256, 62, -256, 256},
     [WEFT_FLOAT32] = {1ll << 24, 62, -(1ll << 24), 1ll << 24},
     [WEFT_FLOAT64] = {1ll << 53, 62, -(1ll << 53), 1ll << 53},
+    [WEFT_FLOAT8_E4M3] = {16, 8, -16, 16}, /* 3 mantissa bits; 2^8 <= 448 */
+    [WEFT_FLOAT8_E5M2] = {8, 15, -8, 8},   /* 2 mantissa bits; 2^15 <= 57344 */
 };
 
 /* A well-mixed 64-bit value per index (splitmix64's finalizer). */
@@ -73,6 +75,9 @@ void bench_pattern_init(bench_pattern_t *p, bench_coll_t coll, weft_dtype_t dtyp
   } else {
     p->mode = MODE_SUM; /* sum, and avg on integers */
   }
+  /* More ranks than exact integers: a unit from limits[d].exact of them (< n here). */
+  p->units = limits[d].exact;
+  if ((p->mode == MODE_SUM || p->mode == MODE_AVG_FLOAT) && p->bound == 0) p->mode = MODE_SPARSE;
 }
 
 /* sum: the rank-independent part a(i), in [-bound, bound - (P-1)] or [0, bound - (P-1)]. */
@@ -82,9 +87,10 @@ static int64_t sum_base(const bench_pattern_t *p, uint64_t index) {
   return -p->bound + (int64_t)below(mix(index), (uint64_t)p->bound + top + 1);
 }
 
-/* avg on floats: a(i) in [-bound/2, bound/2]; pairs add +-k with |a| + k <= bound. */
+/* avg on floats: a(i) in [-h, h], h = bound/2 rounded up (so that a bound of 1, fp8's with a few
+ * ranks, still gives a(i) = +-1 and not 0 everywhere); pairs add +-k with |a| + k <= bound. */
 static int64_t avg_base(const bench_pattern_t *p, uint64_t index) {
-  int64_t half = p->bound / 2;
+  int64_t half = (p->bound + 1) / 2;
   return -half + (int64_t)below(mix(index), (uint64_t)(2 * half + 1));
 }
 
@@ -134,12 +140,25 @@ static int64_t input_at(const bench_pattern_t *p, int rank, uint64_t index, curs
     }
     case MODE_AVG_FLOAT: {
       int64_t a = avg_base(p, index);
-      if (rank % 2 == 0 && rank == p->nranks - 1) return a; /* odd world: the last has no pair */
-      uint64_t pair = (uint64_t)(rank / 2);
+      if (p->nranks == 1) return a;
       int64_t room = p->bound - (a < 0 ? -a : a);
+      if (p->nranks % 2 && rank >= p->nranks - 3) {
+        /* Odd world: the last three add k1, k2 and -(k1 + k2), with k1 + k2 <= room. */
+        int64_t k1 = (int64_t)below(mix(index ^ 0x9fb21c651e98df25ull), (uint64_t)room + 1);
+        int64_t k2 = (int64_t)below(mix(index ^ 0xc13fa9a902a6328full), (uint64_t)(room - k1) + 1);
+        int last = rank - (p->nranks - 3);
+        return last == 0 ? a + k1 : last == 1 ? a + k2 : a - (k1 + k2);
+      }
+      uint64_t pair = (uint64_t)(rank / 2);
       int64_t k = (int64_t)below(mix(index ^ (pair * 0xd6e8feb86659fd93ull)), (uint64_t)room + 1);
       return rank % 2 == 0 ? a + k : a - k;
     }
+    case MODE_SPARSE:
+      if (p->op == WEFT_AVG && bench_dtype_is_float(p->dtype)) {
+        if ((int64_t)c.slot >= p->units / 2 * 2) return 0;
+        return c.slot % 2 ? -1 : 1;
+      }
+      return (int64_t)c.slot < p->units ? 1 : 0;
     case MODE_PROD: {
       int64_t x = (int64_t)c.slot < prod_twos(p, index) ? 2 : 1;
       return (int64_t)c.neg_slot < prod_negatives(p, index) ? -x : x;
@@ -169,6 +188,9 @@ static int64_t expected_at(const bench_pattern_t *p, uint64_t index, int src, cu
     }
     case MODE_AVG_FLOAT:
       return avg_base(p, index);
+    case MODE_SPARSE:
+      if (p->op == WEFT_AVG && bench_dtype_is_float(p->dtype)) return 0;
+      return p->op == WEFT_AVG ? p->units / n : p->units;
     case MODE_PROD: {
       int64_t x = (int64_t)1 << prod_twos(p, index);
       return prod_negatives(p, index) % 2 ? -x : x;

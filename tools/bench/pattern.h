@@ -13,15 +13,21 @@ extern "C" {
 #endif
 
 /* Input element `index` of rank `rank` is an integer chosen so that every partial result of the
- * reduction, in any order and association, is exactly representable in the dtype (fp16/bf16
+ * reduction, in any order and association, is exactly representable in the dtype (fp16/bf16/fp8
  * rounding at every step included). So the result has one right value, computed here in closed
  * form, and an element is either right or wrong: no tolerance.
  *
  * - sum (and avg on integers): x = a(i) + ((rank + i) mod P), |x| <= L / nranks, where L is the
  *   largest integer up to which the dtype is exact (127 for int8, 2048 for fp16, 256 for bf16,
- *   2^24 for float, ...). avg on integers is sum / nranks truncated toward zero, as weft.h says.
+ *   16 for fp8 e4m3, 8 for e5m2, 2^24 for float, ...). avg on integers is sum / nranks
+ *   truncated toward zero, as weft.h says.
  * - avg on floats: x = a(i) +- k, the +k and -k of rank pairs cancelling, so sum = nranks * a(i)
- *   and the true division is exact.
+ *   and the true division is exact; in an odd world the last three ranks add +k1, +k2 and
+ *   -(k1 + k2) instead, so that the last rank's part is not always a(i) alone (with fp8's tiny
+ *   exact range a(i) is often 0 and a missing last rank would not show).
+ * - sum and avg with more ranks than L (fp8 e5m2, L = 8, with 13 ranks): only L ranks, rotating
+ *   with the index, give a unit to each element, 1 for sum, +1 and -1 in turn for avg on floats
+ *   (whose mean is then 0); the other ranks give 0.
  * - prod: x in {1, 2} (and -1, -2 for signed dtypes) with at most as many 2s as the result can
  *   hold as a power of two (2^6 for int8, 2^15 for fp16).
  * - min, max: x = lo + ((h(i) + ((rank + i) mod nranks)) mod span) over the dtype's exact range.
@@ -48,6 +54,7 @@ typedef struct {
   int64_t bound;    /* sum/avg: the largest |x| of one rank */
   int64_t period;   /* sum: P = min(nranks, bound + 1) */
   int64_t rank_sum; /* sum: what the (rank + index) mod P parts add up to */
+  int64_t units;    /* sum/avg with bound 0: how many ranks give a unit to each element */
   int pow_max;      /* prod: the most factors of 2 */
   int64_t lo;       /* min/max/broadcast: the smallest value */
   uint64_t span;    /* min/max/broadcast: how many values from lo on */

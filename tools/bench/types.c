@@ -10,11 +10,18 @@ static const struct {
   int is_float;
   int is_signed;
 } dtypes[WEFT_NUM_DTYPES] = {
-    [WEFT_INT8] = {"int8", NULL, 1, 0, 1},          [WEFT_UINT8] = {"uint8", NULL, 1, 0, 0},
-    [WEFT_INT32] = {"int32", NULL, 4, 0, 1},        [WEFT_UINT32] = {"uint32", NULL, 4, 0, 0},
-    [WEFT_INT64] = {"int64", NULL, 8, 0, 1},        [WEFT_UINT64] = {"uint64", NULL, 8, 0, 0},
-    [WEFT_FLOAT16] = {"half", "float16", 2, 1, 1},  [WEFT_BFLOAT16] = {"bfloat16", NULL, 2, 1, 1},
-    [WEFT_FLOAT32] = {"float", "float32", 4, 1, 1}, [WEFT_FLOAT64] = {"double", "float64", 8, 1, 1},
+    [WEFT_INT8] = {"int8", NULL, 1, 0, 1},
+    [WEFT_UINT8] = {"uint8", NULL, 1, 0, 0},
+    [WEFT_INT32] = {"int32", NULL, 4, 0, 1},
+    [WEFT_UINT32] = {"uint32", NULL, 4, 0, 0},
+    [WEFT_INT64] = {"int64", NULL, 8, 0, 1},
+    [WEFT_UINT64] = {"uint64", NULL, 8, 0, 0},
+    [WEFT_FLOAT16] = {"half", "float16", 2, 1, 1},
+    [WEFT_BFLOAT16] = {"bfloat16", NULL, 2, 1, 1},
+    [WEFT_FLOAT32] = {"float", "float32", 4, 1, 1},
+    [WEFT_FLOAT64] = {"double", "float64", 8, 1, 1},
+    [WEFT_FLOAT8_E4M3] = {"f8e4m3", "float8_e4m3", 1, 1, 1},
+    [WEFT_FLOAT8_E5M2] = {"f8e5m2", "float8_e5m2", 1, 1, 1},
 };
 
 static const char *const ops[WEFT_NUM_OPS] = {

@@ -28,8 +28,9 @@ static void usage(void) {
       "Times weft's CUDA reduce, reduce_copy and copy kernels against cudaMemcpy device to\n"
       "device on one GPU, for buffer sizes from -b to -e (K, M, G suffixes; default 1M..1G, x2).\n"
       "dtype: int8 uint8 int32 uint32 int64 uint64 half|float16 bfloat16 float|float32\n"
-      "       double|float64 (default float); op: sum prod min max avg (default sum; avg is\n"
-      "       timed as the final step, dividing by -r, default 8).\n"
+      "       double|float64 f8e4m3|float8_e4m3 f8e5m2|float8_e5m2 (default float);\n"
+      "       op: sum prod min max avg (default sum; avg is timed as the final step,\n"
+      "       dividing by -r, default 8).\n"
       "Each kernel runs -w times untimed, then -n times (default 20) timed one launch at a\n"
       "time with CUDA events; the table shows the median.\n");
 }

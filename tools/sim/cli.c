@@ -61,7 +61,8 @@ static const opt_t options[] = {
 
 /* nccl-tests' dtype names first, then weft's (weft_dtype_name). */
 static const char *const nccl_dtype_names[WEFT_NUM_DTYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
+    "int8", "uint8",    "int32", "uint32", "int64",  "uint64",
+    "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
 
 int simcli_parse_size(const char *text, size_t *bytes) {
   char *end;
@@ -142,7 +143,7 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
       if (parse_dtype(v, at) == 0) break;
       snprintf(err, errlen,
                "%s: unknown dtype '%s' (int8 uint8 int32 uint32 int64 uint64 half "
-               "bfloat16 float double)",
+               "bfloat16 float double f8e4m3 f8e5m2)",
                flag, v);
       return SIMCLI_ERROR;
     case K_INT:

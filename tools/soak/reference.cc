@@ -45,6 +45,10 @@ static int64_t moved_value(weft_dtype_t d, int r, size_t i, uint64_t salt) {
       return (int64_t)(h % (1u << 24)) - (1 << 23);
     case WEFT_FLOAT64:
       return (int64_t)(h % (1ULL << 53)) - (1LL << 52);
+    case WEFT_FLOAT8_E4M3:
+      return (int64_t)(h % 33) - 16;  // |v| <= 16: exact
+    case WEFT_FLOAT8_E5M2:
+      return (int64_t)(h % 17) - 8;  // |v| <= 8: exact
     default:
       return (int64_t)h;  // typed_store keeps the low bits: any value is fine
   }

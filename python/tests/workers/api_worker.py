@@ -113,6 +113,28 @@ def check_bfloat16(c):
     assert buf.dtype == weft.Dtype.BFLOAT16 and buf.count == 4
 
 
+def _fp8_value(b, mant, bias):
+    """An fp8 byte's value from its fields (finite patterns only)."""
+    exp, m = (b & 0x7f) >> mant, b & ((1 << mant) - 1)
+    v = m * 2.0 ** (1 - bias - mant) if exp == 0 else (1 + m / 2 ** mant) * 2.0 ** (exp - bias)
+    return -v if b & 0x80 else v
+
+
+def check_fp8(c):
+    comm = c["comm"]
+    size = comm.size
+    for dtype, one, top, mant, bias in (("float8_e4m3", 0x38, 0x7e, 3, 7),
+                                        ("float8_e5m2", 0x3c, 0x7b, 2, 15)):
+        x = np.full(6, one, np.uint8)  # 1.0 from every rank: a sum of size (exact up to 8)
+        comm.all_reduce(x, dtype=dtype)
+        assert all(_fp8_value(int(b), mant, bias) == size for b in x), (dtype, x)
+        x = np.full(3, top, np.uint8)  # the largest finite value from every rank: saturates
+        comm.all_reduce(x, dtype=dtype)
+        assert list(x) == [top] * 3, (dtype, x)
+    buf = weft.as_buffer(np.zeros(4, np.uint8), dtype=weft.FLOAT8_E5M2)
+    assert buf.dtype == weft.Dtype.FLOAT8_E5M2 and buf.count == 4 and buf.nbytes == 4
+
+
 def check_buffer_protocol(c):
     comm = c["comm"]
     size, rank = comm.size, comm.rank

@@ -116,6 +116,25 @@ def check_all_reduce_avg(c):
             raise AssertionError(f"AVG on {dtype} was accepted")
 
 
+def check_all_reduce_fp8(c):
+    """float8_e4m3fn and float8_e5m2 (torch >= 2.1): sums of small integers are exact; past the
+    largest finite value a sum saturates (torch's own conversion would give NaN or inf)."""
+    size = c["size"]
+    if getattr(torch, "float8_e4m3fn", None) is None:
+        raise Skip(f"torch {torch.__version__} has no float8 dtypes")
+    for name, top in (("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0)):
+        dtype = getattr(torch, name)
+        t = torch.ones(5, dtype=torch.float32).to(dtype)
+        dist.all_reduce(t)
+        assert torch.equal(t.float(), torch.full((5,), float(size))), (name, t)
+        big = torch.full((3,), top).to(dtype)
+        dist.all_reduce(big)
+        assert torch.equal(big.float(), torch.full((3,), top)), (name, big)
+        m = torch.tensor([float(c["rank"]), -float(c["rank"])]).to(dtype)
+        dist.all_reduce(m, op=R.MAX)
+        assert torch.equal(m.float(), torch.tensor([size - 1.0, 0.0])), (name, m)
+
+
 def check_broadcast(c):
     for dtype in DTYPES:
         for root in range(c["size"]):

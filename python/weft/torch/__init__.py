@@ -4,10 +4,11 @@
     import weft.torch
     dist.init_process_group("weft")           # env:// (torchrun) or init_method="tcp://..."
 
-CPU tensors of int8, uint8, int32, int64, float16, bfloat16, float32, float64 (and uint32/uint64
-where torch has them), on torch 1.13 and 2.x; every collective torch.distributed has except
-monitored_barrier (gloo's only), under the 2.13 method names and the older ones; DDP, FSDP2,
-DTensor and the functional collectives on 2.x. async_op=True works complete on their own.
+CPU tensors of int8, uint8, int32, int64, float16, bfloat16, float32, float64 (and uint32/uint64,
+float8_e4m3fn and float8_e5m2 where torch has them), on torch 1.13 and 2.x; every collective
+torch.distributed has except monitored_barrier (gloo's only), under the 2.13 method names and the
+older ones; DDP, FSDP2, DTensor and the functional collectives on 2.x. async_op=True works
+complete on their own.
 """
 import inspect
 

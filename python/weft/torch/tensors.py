@@ -15,8 +15,9 @@ _DTYPES = {
     torch.float32: Dtype.FLOAT32,
     torch.float64: Dtype.FLOAT64,
 }
-# Unsigned 32 and 64-bit tensors exist from torch 2.3 on.
-for _name, _dt in (("uint32", Dtype.UINT32), ("uint64", Dtype.UINT64)):
+# Unsigned 32 and 64-bit tensors exist from torch 2.3 on, fp8 from torch 2.1 on.
+for _name, _dt in (("uint32", Dtype.UINT32), ("uint64", Dtype.UINT64),
+                   ("float8_e4m3fn", Dtype.FLOAT8_E4M3), ("float8_e5m2", Dtype.FLOAT8_E5M2)):
     if isinstance(getattr(torch, _name, None), torch.dtype):
         _DTYPES[getattr(torch, _name)] = _dt
 
