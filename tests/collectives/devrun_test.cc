@@ -241,9 +241,8 @@ std::string StatusStr(const dl_status_t& s) {
 
 // Fills rank r's inputs and poisons its outputs, in the layout its call uses.
 void Fill(const Case& c, int r, Rank& k) {
-  memset(k.send.data(), 0xA5, k.send.size());
-  memset(k.recv.data(), 0xA5, k.recv.size());
-  memset(k.scratch.data(), 0xA5, k.scratch.size());
+  for (std::vector<char>* v : {&k.send, &k.recv, &k.scratch})  // data() of an empty one: NULL
+    if (!v->empty()) memset(v->data(), 0xA5, v->size());
   char* in = k.run.bufs[DP_SENDBUF];
   if (!in) return;
   for (size_t j = 0; j < SendSize(c, r); j++) typed_store(c.dtype, in, j, Input(c, r, j));
