@@ -11,8 +11,8 @@
 // Calls that some rank's compiler refuses are not run; Matrix prints them per row with the
 // reason (tokens, dep_whole: see collectives/devcompile.h). A run that stops with DL_TIMEOUT
 // fails the call with where each rank waited (step, link, round), except the calls KnownStuck
-// lists (hierarchical all-reduce over uneven hosts with 2 slots), which KnownStuckStops requires
-// to stop.
+// lists (hierarchical all-reduce at p = 5 over two uneven hosts with 2 slots), which
+// KnownStuckStops requires to stop, together with two larger shapes that stop with more slots.
 //
 // What runs correctly (p = 1..5, ring all-reduce also 8): all_reduce ring, tree, double_tree,
 // recursive_doubling, rabenseifner, hierarchical (but KnownStuck); broadcast and reduce ring and
@@ -404,12 +404,19 @@ bool Runnable(const algo_entry_t* e) {
 
 // Calls known to stop (DL_TIMEOUT), skipped by Matrix and required to stop by KnownStuckStops,
 // so that a fix shows. Hierarchical all-reduce over two uneven hosts (p = 5: ranks {0, 1} and
-// {2, 3, 4}) with 2 slots per link, at every count that cuts pieces into cells (count >= 7):
-// the finding devcompile_test's abstract simulation made, here on the real loop. Ranks 2 and 3
-// wait for a free slot on their first send link (phase 1, the ring inside host B) in round 0
-// while ranks 0 and 1 wait for a message from host B: one round puts more messages on a link
-// than 2 slots hold (the pieces' cells, not round_count, set how many), and the receiver frees
-// a slot only after steps that wait on the other host. 4 slots run.
+// {2, 3, 4}) with 2 slots per link, at every count that has cells to send (count >= 7): the
+// finding devcompile_test's abstract simulation made, here on the real loop. Why: phase 1 on
+// host B is a ring of 3 whose steps after the first are fused (recv-reduce-send: a slice is
+// consumed only once it can be published). Each rank first sends its own chunk, which is cut
+// into pieces and every piece into H = 2 cells, all in round 0: 2 messages ahead on its send
+// link. With 2 slots that link is full, so every rank of the ring sits in its first fused step
+// (step 2, waiting for a free slot) while its right neighbour, in the same step, cannot consume
+// until its own link frees: a cycle. round_count (sched_round_count: slots / 2 slices) bounds
+// the elements of a round, not its messages, and the cells multiply those. Beyond this matrix
+// the same holds with more slots: p = 6 (3 + 3) stops with 2 slots, p = 7 (3 + 4) at count 1000
+// with 4 (its chunks span more pieces); KnownStuckStops keeps both as evidence. So no fixed slot
+// count makes every shape safe: the builder must bound the messages of a round (or the launcher
+// count them and refuse).
 bool KnownStuck(const Case& c) {
   return c.e->coll == WEFT_COLL_ALL_REDUCE && c.e->algo == WEFT_ALGO_HIERARCHICAL && c.p == 5 &&
          c.nslots == 2 && c.count >= 7;
@@ -511,6 +518,13 @@ TEST(DevRun, Matrix) {
 TEST(DevRun, KnownStuckStops) {
   const algo_entry_t* e = algo_lookup(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_HIERARCHICAL);
   ASSERT_NE(e, nullptr);
+  // Beyond Matrix's world sizes, not skipped anywhere: more slots do not always help.
+  for (int nslots : {2, 4}) {
+    Case c = {e, nslots == 2 ? 6 : 7, 1000, WEFT_FLOAT32, WEFT_SUM, false, 0, 64, nslots};
+    Outcome o = RunCase(c, 300ull * 1000 * 1000);
+    EXPECT_EQ(o.result, Result::kStuck) << Describe(c) << ": " << o.message;
+    printf("%s: %s\n", Describe(c).c_str(), o.message.c_str());
+  }
   for (size_t count : {7, 1000}) {
     Case c = {e, 5, count, WEFT_FLOAT32, WEFT_SUM, false, 0, 64, 2};
     ASSERT_TRUE(KnownStuck(c));
