@@ -38,7 +38,7 @@ run --config=asan //tests/collectives_mp:all //tests/device_mp:device_mp_test \
   --test_arg=--gtest_filter=-*Large*:*Huge*
 run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //tests/device:all \
   //tests/nccl:api_test //tests/nccl:device_test //tests/kernels:devloop_test \
-  //tests/kernels:devloop_plain_test
+  //tests/kernels:devloop_plain_test //tests/collectives:devrun_test
 # Device calls: the progress thread, stream gates and the engine's worker threads together.
 run --config=tsan //tests/device_mp:device_mp_test \
   --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:*Matrix*/1
