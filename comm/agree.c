@@ -6,6 +6,8 @@
  *   WEFT_SHM_SLOTS          size of a shm or verbs ring that both ends map: both must cut alike
  *   WEFT_DEVICE_SLICE_BYTES the same two for calls on device buffers (config_for_device)
  *   WEFT_DEVICE_SLOTS
+ *   WEFT_DEVICE_RESIDENT    whether device calls run as device programs: a program's messages are
+ *                           cut and ordered otherwise than the executor's (kernels/devprog.h)
  *   WEFT_NSOCKS             the TCP handshake refuses a peer with another number of lanes
  *   WEFT_ALGO,              which schedule a call runs: two ranks on different algorithms wait
  *   WEFT_HIERARCHY,         for messages the other never sends
@@ -33,7 +35,7 @@ typedef struct {
   uint64_t job_id;
   char transport[16];
   uint64_t slice_bytes, device_slice_bytes;
-  int32_t shm_slots, device_slots, nsocks, hierarchy;
+  int32_t shm_slots, device_slots, nsocks, hierarchy, device_resident;
   char algo[256];
   char tune[112]; /* "none (measured at init)" or the model WEFT_TUNE_FILE gave */
 } settings_t;
@@ -62,6 +64,7 @@ static const setting_t settings[] = {
     {"WEFT_SHM_SLOTS", AS_I32, FIELD(shm_slots)},
     {"WEFT_DEVICE_SLICE_BYTES", AS_U64, FIELD(device_slice_bytes)},
     {"WEFT_DEVICE_SLOTS", AS_I32, FIELD(device_slots)},
+    {"WEFT_DEVICE_RESIDENT", AS_I32, FIELD(device_resident)},
     {"WEFT_ALGO", AS_TEXT, FIELD(algo)},
     {"WEFT_HIERARCHY", AS_I32, FIELD(hierarchy)},
     {"the cost model from WEFT_TUNE_FILE", AS_TEXT, FIELD(tune)},
@@ -78,6 +81,7 @@ void agree_fill(const weft_comm_t *c, uint64_t job_id, boot_record_t *mine) {
   s.device_slice_bytes = c->config.device_slice_bytes;
   s.shm_slots = c->config.shm_slots;
   s.device_slots = c->config.device_slots;
+  s.device_resident = c->config.device_resident;
   s.nsocks = c->config.nsocks;
   s.hierarchy = c->config.hierarchy;
   snprintf(s.algo, sizeof s.algo, "%s", c->config.algo);

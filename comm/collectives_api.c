@@ -337,7 +337,10 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   res = algo->build(&s, &args);
-  if (res == WEFT_SUCCESS) res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
+  if (res == WEFT_SUCCESS && device && comm_resident_eligible(c, k->coll, d.algo))
+    res = comm_run_resident(c, &s, &d, k->sendbuf, k->recvbuf);
+  else if (res == WEFT_SUCCESS)
+    res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",

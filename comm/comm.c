@@ -76,6 +76,7 @@ void comm_free(weft_comm_t *c, int abortive) {
   }
   rescue_close(c, abortive);
   comm_premul_release(c);
+  comm_resident_release(c);
   exec_ctx_release(&c->exec);
   dev_engine_close(c->dev);
   free(c->via);

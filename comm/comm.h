@@ -15,6 +15,13 @@
 #include "include/weft.h"
 #include "transport/transport.h"
 
+/* Device programs (resident.c): device scratch, and the calls run as programs (tests read it). */
+typedef struct {
+  char *scratch;
+  size_t scratch_bytes;
+  uint64_t calls;
+} comm_resident_t;
+
 /* WEFT_PREMUL_SUM's buffers (premul.c): the largest scaled input so far, host and device. */
 typedef struct {
   void *host, *dev;
@@ -44,6 +51,7 @@ struct weft_comm {
   conn_t **dev_conns;     /* per peer, NULL until first used */
   exec_ctx_t exec;
   comm_premul_t premul; /* premul.c's buffers */
+  comm_resident_t resident;
   uint64_t seq; /* collectives called so far; travels in every call description */
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
@@ -150,6 +158,15 @@ weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
 weft_result_t comm_run_premul(weft_comm_t *comm, const weft_call_t *call, size_t send_count,
                               int device);
 void comm_premul_release(weft_comm_t *comm);
+
+/* resident.c: whether a device call of `coll` with `algo` runs as a device program on this
+ * communicator (the same answer on every rank of it), and that run: the call descriptions
+ * checked over the host connections, then the schedule compiled and launched on the device
+ * queue, waited for. comm_resident_release frees its scratch (comm_free calls it). */
+int comm_resident_eligible(const weft_comm_t *comm, weft_coll_t coll, weft_algo_t algo);
+weft_result_t comm_run_resident(weft_comm_t *comm, const schedule_t *s, const coll_desc_t *d,
+                                const void *sendbuf, void *recvbuf);
+void comm_resident_release(weft_comm_t *comm);
 
 /* p2p groups (p2p_group.c): argument checks, where the buffers live, and a run; weft_send and
  * weft_recv run as groups of one (comm_p2p_single). */

@@ -94,6 +94,9 @@ static const knob_t knobs[] = {
     {"WEFT_DEVICE_SLOTS", "8", KNOB_INT, 2, 1024, KNOB_AT(device_slots),
      "slots of WEFT_DEVICE_SLICE_BYTES in each direction of a device connection (CUDA IPC, staged "
      "send slots); rings on device buffers move half that many slices per chunk per round"},
+    {"WEFT_DEVICE_RESIDENT", "1", KNOB_INT, 0, 1, KNOB_AT(device_resident),
+     "1: device calls among the ranks of one host run as one device program the engine launches "
+     "(where the engine, the algorithm and the transport allow; comm/resident.c); 0: host-driven"},
     {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 1, KNOB_AT(fused_steps),
      "1: a received slice is reduced (or copied) straight into the next peer's slot; 0: into "
      "the output, then sent from there (two passes; for comparison and debugging)"},

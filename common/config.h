@@ -33,6 +33,7 @@ typedef struct {
   size_t device_slice_bytes; /* WEFT_DEVICE_SLICE_BYTES: the slice of calls on device buffers */
   int device_slots;          /* WEFT_DEVICE_SLOTS: slots per direction of a device connection */
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
+  int device_resident;     /* WEFT_DEVICE_RESIDENT: device calls as device programs where eligible */
   int spin_us;             /* WEFT_SPIN_US: a wait polls (yielding the core) this long, then sleeps */
   char device[16];         /* WEFT_DEVICE: auto, cuda, emulated or none (device/device.h) */
   char ib_hca[256];        /* WEFT_IB_HCA: RDMA devices and ports to use (NCCL_IB_HCA syntax) */
