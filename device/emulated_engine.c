@@ -219,8 +219,8 @@ static weft_result_t run_launch(const op_t *op, int skip) {
   switch (st.code) {
     case DL_TIMEOUT:
       return WEFT_ERR(WEFT_ERR_TIMEOUT,
-                      "emulated device: device-resident loop timed out after %llu ms at step %d "
-                      "(%s), round %llu, link %d %s rank %d, waiting for %s",
+                      "emulated device: device-resident loop saw no progress for %llu ms at "
+                      "step %d (%s), round %llu, link %d %s rank %d, waiting for %s",
                       (unsigned long long)(op->run->timeout_ns / 1000000ull), st.step, kind, round,
                       st.link, dirname, peer, waiting_name(&st));
     case DL_ABORTED:
