@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "include/weft.h"
+#include "kernels/devloop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,20 @@ typedef struct dev_ops {
   weft_result_t (*poll)(dev_queue_t *q, uint64_t ticket, int *done);
   /* Blocks until all of q's work has finished, at most timeout_ms (then WEFT_ERR_TIMEOUT). */
   weft_result_t (*drain)(dev_queue_t *q, int timeout_ms);
+
+  /* ---- device-resident programs (kernels/devloop.h) ---- */
+  /* Enqueues one run of a device program on q: it starts after q's earlier work, and q's later
+   * work waits for it to end. `run` and everything it points to (the program and its steps, the
+   * link views, the buffers, the abort flag) must stay valid until q passes a fence taken after
+   * this call: the run reads them while it goes, long after launch returned. *status is written
+   * when the run ends: DL_DONE, or where and why it stopped; a run skipped because q had failed
+   * before it ends DL_ABORTED at step -1. A run that ends other than DL_DONE also fails q (as a
+   * failed copy does), with a message naming the step, the link, its peer
+   * (prog->links[link].peer) and the round, so that fence, poll and drain report it. Every wait of
+   * the run is bounded by run->timeout_ns; with 0 and no abort flag a peer that never comes holds
+   * q forever. WEFT_ERR_UNSUPPORTED, with why, where the engine cannot run programs (callers then
+   * take the host-driven path). */
+  weft_result_t (*launch)(dev_queue_t *q, const dl_run_t *run, dl_status_t *status);
 
   /* ---- the user's streams ---- */
   /* Enters one call into `user_stream`: marks where its inputs are ready and makes the stream's

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "device/emulated.h"
+#include "kernels/devloop.h"
 #include "kernels/reduce.h"
 
 #define DEFAULT_DELAY_US 20
@@ -25,7 +26,15 @@
 /* How often a worker held by a closed gate checks whether its queue is being destroyed. */
 #define GATE_CHECK_MS 10
 
-typedef enum { OP_COPY, OP_REDUCE, OP_PREMUL, OP_MARK, OP_GATE_INPUTS, OP_GATE_BLOCK } op_kind_t;
+typedef enum {
+  OP_COPY,
+  OP_REDUCE,
+  OP_PREMUL,
+  OP_MARK,
+  OP_GATE_INPUTS,
+  OP_GATE_BLOCK,
+  OP_LAUNCH
+} op_kind_t;
 
 typedef struct op {
   struct op *next;
@@ -39,6 +48,8 @@ typedef struct op {
   int avg_nranks;
   unsigned char scalar[8]; /* premul: the factor, one element of dtype */
   dev_gate_t *gate;
+  const dl_run_t *run; /* launch: the caller's, valid until a fence after it passes */
+  dl_status_t *status; /* launch: written when the run ends */
 } op_t;
 
 struct dev_queue {
@@ -177,6 +188,55 @@ static weft_result_t run_reduce(const op_t *op) {
   return WEFT_SUCCESS;
 }
 
+static const char *waiting_name(const dl_status_t *st) {
+  return st->waiting_for ? "a free slot (the receiver to consume)" : "a message to arrive";
+}
+
+/* Runs a device program on the worker thread: the worker is the emulation's device, so the loop
+ * runs here, strictly after the queue's earlier work and before its later work, like a kernel. A
+ * run that does not finish fails the queue with where it stopped, naming the peer it waited for. */
+static weft_result_t run_launch(const op_t *op, int skip) {
+  if (skip) {
+    /* Nothing ran: the queue's own error says why. */
+    dl_status_t st = {DL_ABORTED, -1, -1, 0, 0};
+    *op->status = st;
+    return WEFT_SUCCESS;
+  }
+  dl_status_t st = dl_run_host(op->run);
+  *op->status = st;
+  if (st.code == DL_DONE) return WEFT_SUCCESS;
+  const dp_program_t *p = op->run->prog;
+  const char *kind = "-";
+  if (p && st.step >= 0 && st.step < p->nsteps)
+    kind = dp_kind_name((dp_kind_t)p->steps[st.step].kind);
+  int peer = -1, dir = -1;
+  if (p && st.link >= 0 && st.link < p->nlinks && st.link < DP_MAX_LINKS) {
+    peer = p->links[st.link].peer;
+    dir = p->links[st.link].dir;
+  }
+  const char *dirname = dir == DP_LINK_SEND ? "to" : "from";
+  unsigned long long round = (unsigned long long)st.round;
+  switch (st.code) {
+    case DL_TIMEOUT:
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "emulated device: device-resident loop saw no progress for %llu ms at "
+                      "step %d (%s), round %llu, link %d %s rank %d, waiting for %s",
+                      (unsigned long long)(op->run->timeout_ns / 1000000ull), st.step, kind, round,
+                      st.link, dirname, peer, waiting_name(&st));
+    case DL_ABORTED:
+      return WEFT_ERR(WEFT_ERR_ABORTED,
+                      "emulated device: device-resident loop aborted at step %d (%s), round %llu, "
+                      "link %d %s rank %d, waiting for %s",
+                      st.step, kind, round, st.link, dirname, peer, waiting_name(&st));
+    default:
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "emulated device: device-resident loop refused its program (code %d) at step "
+                      "%d (%s), link %d (rank %d): a step names a link or buffer the run was not "
+                      "given, or a range outside its buffer",
+                      st.code, st.step, kind, st.link, peer);
+  }
+}
+
 /* Runs one operation on the worker. `skip`: the queue has failed, so data work is not done
  * (markers still pass, so that fences and drains complete and report the error). */
 static weft_result_t run_op(dev_queue_t *q, op_t *op, int skip, weft_result_t qerr,
@@ -202,6 +262,8 @@ static weft_result_t run_op(dev_queue_t *q, op_t *op, int skip, weft_result_t qe
     case OP_GATE_BLOCK:
       gate_block(q, op->gate);
       return WEFT_SUCCESS;
+    case OP_LAUNCH:
+      return run_launch(op, skip);
   }
   return WEFT_SUCCESS;
 }
@@ -433,6 +495,19 @@ static weft_result_t emu_premul(dev_queue_t *q, void *dst, const void *src, size
   return enqueue_one(q, o, NULL);
 }
 
+static weft_result_t emu_launch(dev_queue_t *q, const dl_run_t *run, dl_status_t *status) {
+  if (!run || !run->prog || !status)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "emulated device: launch of a device program with a NULL run, program or "
+                    "status");
+  op_t *op = op_new(OP_LAUNCH);
+  if (op) {
+    op->run = run;
+    op->status = status;
+  }
+  return enqueue_one(q, op, NULL);
+}
+
 static weft_result_t emu_fence(dev_queue_t *q, uint64_t *ticket) {
   /* A marker operation, as cudaEventRecord is one: tickets of one queue grow strictly. */
   return enqueue_one(q, op_new(OP_MARK), ticket);
@@ -584,6 +659,7 @@ static const dev_ops_t emulated_ops = {
     .copy = emu_copy,
     .reduce = emu_reduce,
     .premul = emu_premul,
+    .launch = emu_launch,
     .fence = emu_fence,
     .poll = emu_poll,
     .drain = emu_drain,

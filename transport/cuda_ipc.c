@@ -33,6 +33,16 @@
  * messages are not lent (WEFT_ERR_INTERNAL): they are the executor's call descriptions and
  * tokens, which fit a 256-byte host slot and cost next to nothing to copy.
  *
+ * Device-resident links (device_link, for kernels/devloop.h's loop). Apart from the ring above,
+ * each side also allocates at connect, through the engine, one more region for its incoming
+ * direction: n slots of slot_bytes (the same count and size as the ring's device slots) and then,
+ * at a 128-byte aligned offset, the link's dl_counters_t, zeroed by an engine copy before the
+ * region is exported. Its handle sits in the same handle area as the ring's, with its own ready
+ * flag; the sender imports it on its first device_link(DP_LINK_SEND), waiting for the flag at most
+ * the connect timeout. Being separate memory with separate counters, a device loop's traffic and
+ * the host-driven ring's never meet, so both paths can run on one connection (in turn or at once).
+ * The region is released (ours) or unmapped (the peer's) when the connection closes.
+ *
  * Waiting is shm's -- spin, then a futex sleep on this rank's doorbell -- except while device
  * copies are in flight: fences ring no bell, so then it polls them, yielding, and sleeps in 1 ms
  * slices. A sleep that times out checks the peers with kill(pid, 0): a dead peer fails the wait.
@@ -69,12 +79,17 @@ typedef struct {
   uint64_t comm_id;
 } ipc_addr_t;
 
-/* In the extra host slot of ring s: side s's export of the device slots it receives into. */
+/* In the extra host slot of ring s: side s's exports of the device memory it receives into: the
+ * ring's device slots, and the device-resident link's slots and counters. */
 typedef struct {
   _Atomic uint32_t ready; /* stored with release once the rest is written */
   uint32_t pad;
   uint64_t bytes;
   dev_ipc_handle_t handle;
+  _Atomic uint32_t link_ready; /* likewise, for link_bytes and link_handle */
+  uint32_t link_pad;
+  uint64_t link_bytes;
+  dev_ipc_handle_t link_handle;
 } handle_area_t;
 
 _Static_assert(sizeof(handle_area_t) <= HOST_SLOT, "the handle area must fit a host slot");
@@ -109,6 +124,8 @@ typedef struct {
   shm_bell_t *peer_bell;
   char *my_dev;   /* device slots of the incoming ring: ours, exported */
   char *peer_dev; /* device slots of the outgoing ring: the peer's, imported on first use */
+  char *my_link;  /* the device-resident link we receive on: slots, then counters; exported */
+  char *peer_link; /* the peer's, which we send on: imported on the first device_link(SEND) */
   dev_queue_t *q_send, *q_recv; /* created on first use */
   /* sending */
   uint64_t assigned; /* entries filled or being filled */
@@ -210,8 +227,10 @@ static void conn_free(ipc_conn_t *c) {
   if (c->q_send) dev->ops->queue_destroy(c->q_send);
   if (c->q_recv) dev->ops->queue_destroy(c->q_recv);
   if (c->peer_dev) dev->ops->ipc_close(dev, c->peer_dev);
+  if (c->peer_link) dev->ops->ipc_close(dev, c->peer_link);
   shm_seg_close(&c->seg, c->name);
   if (c->my_dev) dev->ops->release(dev, c->my_dev, 0);
+  if (c->my_link) dev->ops->release(dev, c->my_link, 0);
   free(c->tx);
   free(c->rx);
   free(c->freed);
@@ -230,6 +249,38 @@ static weft_result_t export_slots(ipc_conn_t *c) {
   h->bytes = bytes;
   atomic_store_explicit(&h->ready, 1, memory_order_release);
   shm_bell_ring(c->peer_bell); /* a peer already waiting to send device data goes on */
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t get_queue(ipc_conn_t *c, dev_queue_t **q);
+
+/* A device-resident link region: n slots, then the counters on their own 128-byte lines. */
+static size_t link_ctr_offset(const ipc_conn_t *c) {
+  size_t slots = (size_t)c->n * c->slot_bytes;
+  return (slots + DL_COUNTER_ALIGN - 1) / DL_COUNTER_ALIGN * DL_COUNTER_ALIGN;
+}
+
+static size_t link_bytes(const ipc_conn_t *c) { return link_ctr_offset(c) + sizeof(dl_counters_t); }
+
+/* Allocates the device-resident link we receive on, zeroes its counters and leaves its handle for
+ * the peer. The counters are zeroed by an engine copy (drained) rather than a memset: CUDA device
+ * memory is not host-addressable, and the emulation must take the same path. */
+static weft_result_t export_link(ipc_conn_t *c) {
+  static const dl_counters_t zero; /* all 0: a fresh link */
+  dev_engine_t *dev = c->t->dev;
+  size_t bytes = link_bytes(c);
+  void *p = NULL;
+  WEFT_CHECK(dev->ops->alloc(dev, bytes, 0, &p));
+  c->my_link = p;
+  WEFT_CHECK(get_queue(c, &c->q_recv));
+  WEFT_CHECK(dev->ops->copy(c->q_recv, c->my_link + link_ctr_offset(c), &zero, sizeof zero));
+  weft_result_t res = dev->ops->drain(c->q_recv, c->t->cfg->connect_timeout_ms);
+  if (res != WEFT_SUCCESS) return err_context(res, "zeroing the device-resident link's counters");
+  handle_area_t *h = handle_area(c, c->side);
+  WEFT_CHECK(dev->ops->ipc_export(dev, c->my_link, bytes, &h->link_handle));
+  h->link_bytes = bytes;
+  /* Release: the peer reads link_bytes and link_handle after it sees the flag (acquire). */
+  atomic_store_explicit(&h->link_ready, 1, memory_order_release);
   return WEFT_SUCCESS;
 }
 
@@ -269,6 +320,7 @@ static weft_result_t ipc_connect(transport_t *base, int peer, const void *peer_b
     c->out = c->seg.ring[c->side];
     c->in = c->seg.ring[1 - c->side];
     res = export_slots(c);
+    if (res == WEFT_SUCCESS) res = export_link(c);
   }
   if (res != WEFT_SUCCESS) {
     /* Tell a peer that already mapped the segment that this side is gone. */
@@ -303,6 +355,69 @@ static weft_result_t get_queue(ipc_conn_t *c, dev_queue_t **q) {
   if (*q) return WEFT_SUCCESS;
   weft_result_t res = c->t->dev->ops->queue_create(c->t->dev, q);
   if (res != WEFT_SUCCESS) return err_context(res, "device queue for rank %d", c->base.peer);
+  return WEFT_SUCCESS;
+}
+
+/* ---- device-resident links ---------------------------------------------------------------- */
+
+/* Maps the peer's device-resident link, waiting for its export at most the connect timeout: the
+ * peer exports at its connect, so this only waits for a peer still connecting. */
+static weft_result_t import_peer_link(ipc_conn_t *c) {
+  handle_area_t *h = handle_area(c, 1 - c->side);
+  int rank = c->t->rank, peer = c->base.peer, timeout_ms = c->t->cfg->connect_timeout_ms;
+  int64_t deadline = clock_now_ms() + timeout_ms;
+  /* Acquire: pairs with the peer's release store after it wrote link_bytes and link_handle. */
+  while (!atomic_load_explicit(&h->link_ready, memory_order_acquire)) {
+    if (transport_aborted(&c->t->base))
+      return WEFT_ERR(WEFT_ERR_ABORTED,
+                      "rank %d: aborted while waiting for rank %d to export its device-resident "
+                      "link (device_link)",
+                      rank, peer);
+    if (atomic_load(&c->seg.closed[1 - c->side]) || !pid_alive(c->peer_pid))
+      return WEFT_ERR(WEFT_ERR_REMOTE,
+                      "rank %d: rank %d (pid %d) closed the connection or exited before exporting "
+                      "its device-resident link (device_link)",
+                      rank, peer, c->peer_pid);
+    if (clock_now_ms() >= deadline)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "rank %d: rank %d did not export its device-resident link within %d ms "
+                      "(device_link; WEFT_CONNECT_TIMEOUT_MS)",
+                      rank, peer, timeout_ms);
+    usleep(200);
+  }
+  if (h->link_bytes != (uint64_t)link_bytes(c))
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d: rank %d exported a device-resident link of %llu bytes, this rank "
+                    "expects %zu (%d slots of %zu bytes): WEFT_SHM_SLOTS and WEFT_SLICE_BYTES "
+                    "must agree",
+                    rank, peer, (unsigned long long)h->link_bytes, link_bytes(c), c->n,
+                    c->slot_bytes);
+  void *p = NULL;
+  weft_result_t res = c->t->dev->ops->ipc_import(c->t->dev, &h->link_handle, &p);
+  if (res != WEFT_SUCCESS)
+    return err_context(res, "rank %d: importing the device-resident link of rank %d", rank, peer);
+  c->peer_link = p;
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t ipc_device_link(conn_t *base, int dir, dl_link_view_t *view) {
+  ipc_conn_t *c = (ipc_conn_t *)base;
+  char *region;
+  if (dir == DP_LINK_RECV) {
+    region = c->my_link;
+  } else if (dir == DP_LINK_SEND) {
+    if (!c->peer_link) WEFT_CHECK(import_peer_link(c));
+    region = c->peer_link;
+  } else {
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: device_link to rank %d: direction %d is neither DP_LINK_SEND nor "
+                    "DP_LINK_RECV",
+                    c->t->rank, base->peer, dir);
+  }
+  view->slots = region;
+  view->nslots = (uint64_t)c->n;
+  view->slot_bytes = (uint64_t)c->slot_bytes;
+  view->ctr = (dl_counters_t *)(region + link_ctr_offset(c));
   return WEFT_SUCCESS;
 }
 
@@ -712,4 +827,5 @@ const transport_ops_t cuda_ipc_transport_ops = {
     .release_recv = ipc_release_recv,
     .lend_send = ipc_lend_send,
     .commit_send = ipc_commit_send,
+    .device_link = ipc_device_link,
 };

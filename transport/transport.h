@@ -15,6 +15,7 @@
 
 #include "common/config.h"
 #include "include/weft.h"
+#include "kernels/devloop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +102,14 @@ struct transport_ops {
    * uncommitted. A slot lent but never committed is given back when the connection closes. */
   weft_result_t (*lend_send)(conn_t *c, size_t len, xfer_t *x, char **slot);
   weft_result_t (*commit_send)(conn_t *c, xfer_t *x);
+  /* The link view a device-resident loop (kernels/devloop.h) drives for this connection's
+   * direction `dir` (DP_LINK_SEND: to the peer; DP_LINK_RECV: from it): the receiver's slots and
+   * counters, mapped on both ends. Its memory lives as long as the connection; counters start at
+   * 0 and only grow, so one view serves every run in turn. It is apart from the memory the host
+   * path above uses: both may carry traffic on one connection, never the same message. The send
+   * side may wait (bounded by the connect timeout) for the peer to have published its end. Runs
+   * on the view must have ended (their queue drained) before the connection closes. */
+  weft_result_t (*device_link)(conn_t *c, int dir, dl_link_view_t *view);
 };
 
 /* Every transport's connection starts with this, so generic code can reach the ops. */

@@ -353,6 +353,123 @@ TEST_P(EngineContract, InvalidReduceIsReported) {
   }
 }
 
+// ---- device-resident programs (launch) ----
+
+namespace {
+
+dp_step_t Step(dp_kind_t kind, dp_buf_t buf, dp_buf_t src_buf, int recv_link, uint64_t count) {
+  dp_step_t st;
+  memset(&st, 0, sizeof st);
+  st.kind = (uint8_t)kind;
+  st.buf = (uint8_t)buf;
+  st.src_buf = (uint8_t)src_buf;
+  st.recv_link = (int16_t)recv_link;
+  st.send_link = -1;
+  st.dep = -1;
+  st.count = count;
+  return st;
+}
+
+dp_program_t Program(dp_step_t *steps, int nsteps, uint64_t slice_elems, size_t count) {
+  dp_program_t p;
+  memset(&p, 0, sizeof p);
+  p.steps = steps;
+  p.nsteps = nsteps;
+  p.slice_elems = slice_elems;
+  p.nrounds = (count + slice_elems - 1) / slice_elems;
+  p.buf_count[DP_SENDBUF] = p.buf_count[DP_RECVBUF] = count;
+  p.dtype = WEFT_INT32;
+  p.op = WEFT_SUM;
+  p.nranks = 1;
+  return p;
+}
+
+}  // namespace
+
+// One rank's program with no link (a DP_COPY of sendbuf into recvbuf, many slices) runs after
+// the queue's earlier work and before its later work, and ends DL_DONE. An engine without the
+// device loop says so (UNSUPPORTED), and callers fall back.
+TEST_P(EngineContract, LaunchRunsAOneRankProgram) {
+  const size_t n = 10007;
+  const size_t bytes = n * 4;
+  char *send = (char *)Alloc(bytes, 0), *recv = (char *)Alloc(bytes, 0);
+  char *out = (char *)Alloc(bytes, 0);
+  ASSERT_TRUE(send && recv && out);
+  std::vector<int32_t> in(n), got(n, 0);
+  for (size_t i = 0; i < n; i++) in[i] = (int32_t)(i * 2654435761u);
+  dp_step_t step = Step(DP_COPY, DP_RECVBUF, DP_SENDBUF, -1, n);
+  dp_program_t prog = Program(&step, 1, 256, n);
+  dl_run_t run;
+  memset(&run, 0, sizeof run);
+  run.prog = &prog;
+  run.bufs[DP_SENDBUF] = send;
+  run.bufs[DP_RECVBUF] = recv;
+  run.timeout_ns = 10ull * 1000 * 1000 * 1000;
+  dl_status_t status = {-1, -2, -2, -2, 99};
+  // Queued behind the copy that fills sendbuf, and ahead of the copy that reads recvbuf.
+  ASSERT_OK(ops_->copy(q_, send, in.data(), bytes));
+  weft_result_t res = ops_->launch(q_, &run, &status);
+  if (res == WEFT_ERR_UNSUPPORTED) {
+    EXPECT_STRNE("", err_last());
+    ASSERT_OK(ops_->drain(q_, kWaitMs));  // the queue is unharmed
+    GTEST_SKIP() << err_last();
+  }
+  ASSERT_OK(res);
+  ASSERT_OK(ops_->copy(q_, out, recv, bytes));
+  ASSERT_OK(ops_->drain(q_, kWaitMs));
+  EXPECT_EQ(DL_DONE, status.code);
+  ToHost(got.data(), out, bytes);
+  EXPECT_EQ(in, got);
+}
+
+// A run that waits on a link nobody sends on ends DL_TIMEOUT after its timeout, and fails the
+// queue with a message that names the step, the link's peer and the round.
+TEST_P(EngineContract, LaunchThatTimesOutFailsTheQueueNamingThePeer) {
+  const size_t n = 100;
+  const uint64_t slot_bytes = 64 * 4;
+  const int nslots = 4, kPeer = 3;
+  char *recv = (char *)Alloc(n * 4, 0);
+  char *slots = (char *)Alloc(nslots * slot_bytes, 0);
+  dl_counters_t *ctr = (dl_counters_t *)Alloc(sizeof(dl_counters_t), 0);
+  ASSERT_TRUE(recv && slots && ctr);
+  dl_counters_t zero;
+  memset(&zero, 0, sizeof zero);
+  FromHost(ctr, &zero, sizeof zero);
+  dl_link_view_t view = {slots, (uint64_t)nslots, slot_bytes, ctr};
+  dp_step_t step = Step(DP_RECV_COPY, DP_RECVBUF, DP_RECVBUF, 0, n);
+  dp_program_t prog = Program(&step, 1, 64, n);
+  prog.links[0].peer = kPeer;
+  prog.links[0].dir = DP_LINK_RECV;
+  prog.nlinks = 1;
+  dl_run_t run;
+  memset(&run, 0, sizeof run);
+  run.prog = &prog;
+  run.links = &view;
+  run.bufs[DP_RECVBUF] = recv;
+  run.timeout_ns = 50ull * 1000 * 1000;
+  dl_status_t status = {-1, -2, -2, -2, 99};
+  weft_result_t res = ops_->launch(q_, &run, &status);
+  if (res == WEFT_ERR_UNSUPPORTED) GTEST_SKIP() << err_last();
+  ASSERT_OK(res);
+  auto t0 = std::chrono::steady_clock::now();
+  uint64_t ticket = 0;
+  ASSERT_OK(ops_->fence(q_, &ticket));
+  err_clear();
+  EXPECT_EQ(WEFT_ERR_TIMEOUT, ops_->drain(q_, kWaitMs));
+  std::string msg = err_last();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_NE(std::string::npos, msg.find("rank 3")) << msg;
+  EXPECT_NE(std::string::npos, msg.find("step 0")) << msg;
+  EXPECT_NE(std::string::npos, msg.find("round 0")) << msg;
+  EXPECT_EQ(DL_TIMEOUT, status.code);
+  EXPECT_EQ(0, status.step);
+  EXPECT_EQ(0, status.link);
+  EXPECT_EQ(0, status.waiting_for);
+  // Sticky: poll reports it too.
+  int done = 0;
+  EXPECT_EQ(WEFT_ERR_TIMEOUT, ops_->poll(q_, ticket, &done));
+}
+
 // ---- the user's streams and gates ----
 
 // Work the stream had before gate_enter is the call's input: gate_wait_inputs returns once it is
