@@ -17,7 +17,7 @@
 
 /* Device programs (resident.c): device scratch, and the calls run as programs (tests read it). */
 typedef struct {
-  char *scratch;
+  void *scratch;
   size_t scratch_bytes;
   uint64_t calls;
 } comm_resident_t;

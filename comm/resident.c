@@ -66,7 +66,7 @@ static weft_result_t resident_scratch(weft_comm_t *c, size_t bytes, char **out) 
                    "rank %d: device scratch of %zu bytes for a device program", c->rank, bytes);
     r->scratch_bytes = bytes;
   }
-  *out = r->scratch;
+  *out = (char *)r->scratch;
   return WEFT_SUCCESS;
 }
 
@@ -86,6 +86,32 @@ static const char *waited_for(const dl_status_t *st) {
   return st->waiting_for ? "a free slot on its link to" : "a message from";
 }
 
+/* Waits for the launched run, in slices: the run's own waits are bounded (timeout_ns without
+ * progress, the stop word), however long the data takes. Between slices it is the run's
+ * watchdog: an abort of the communicator, or a peer whose process is gone, sets the stop word
+ * (*dead names that peer), and the run ends at its next wait. Returns once the run has ended and
+ * the queue has let go of everything the run reads. */
+static weft_result_t watch(weft_comm_t *c, const dp_program_t *prog, conn_t *const *conns,
+                           volatile int *stop, const dl_status_t *status, int *dead) {
+  exec_ctx_t *x = &c->exec;
+  for (;;) {
+    weft_result_t res = x->dev->ops->drain(x->queue, 100);
+    if (res != WEFT_ERR_TIMEOUT) return res;
+    /* The run ended (it failed the queue, hence the sticky timeout): let the queue finish the
+     * operation, which still reads the program to name where it stopped. */
+    if (__atomic_load_n(&status->code, __ATOMIC_ACQUIRE) != -1)
+      return x->dev->ops->drain(x->queue, c->config.timeout_ms);
+    err_clear();
+    if (*stop) continue;
+    if (comm_aborted(c)) *stop = 1;
+    for (int i = 0; i < prog->nlinks && !*stop; i++)
+      if (conns[i]->ops->peer_alive && !conns[i]->ops->peer_alive(conns[i])) {
+        *dead = prog->links[i].peer;
+        *stop = 1;
+      }
+  }
+}
+
 weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_desc_t *d,
                                 const void *sendbuf, void *recvbuf) {
   WEFT_CHECK(check_descriptions(c, s, d));
@@ -97,12 +123,17 @@ weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_
     return err_context(WEFT_ERR_INTERNAL,
                        "rank %d: %s (%s): a shape chosen for the device loop did not compile",
                        c->rank, weft_coll_name(d->kind), weft_algo_name(d->algo));
+  /* Every connection first: a rank publishes the link it receives on when it connects, and a
+   * sender's view waits for that, so asking for views while connecting would have each rank wait
+   * for a neighbour that is itself still waiting further round the ring. */
   dl_link_view_t views[DP_MAX_LINKS];
+  conn_t *conns[DP_MAX_LINKS];
+  for (int i = 0; i < prog.nlinks && res == WEFT_SUCCESS; i++)
+    res = comm_get_conn(c, prog.links[i].peer, 1, &conns[i]);
   for (int i = 0; i < prog.nlinks && res == WEFT_SUCCESS; i++) {
-    conn_t *conn = NULL;
+    conn_t *conn = conns[i];
     const char *dir = prog.links[i].dir == DP_LINK_SEND ? "to" : "from";
-    res = comm_get_conn(c, prog.links[i].peer, 1, &conn);
-    if (res == WEFT_SUCCESS) res = conn->ops->device_link(conn, prog.links[i].dir, &views[i]);
+    res = conn->ops->device_link(conn, prog.links[i].dir, &views[i]);
     if (res != WEFT_SUCCESS)
       err_context(res, "rank %d: the device link %s rank %d", c->rank, dir, prog.links[i].peer);
     else if (views[i].slot_bytes < prog.slice_elems * esize)
@@ -112,25 +143,27 @@ weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_
                      c->rank, dir, prog.links[i].peer, (unsigned long long)views[i].slot_bytes,
                      (unsigned long long)(prog.slice_elems * esize));
   }
+  /* The run stops at this word: set by the watch below when the communicator is aborted or a
+   * peer's process is gone. */
+  volatile int stop = 0;
   dl_run_t run = {.prog = &prog,
                   .links = views,
                   .bufs = {(char *)sendbuf, (char *)recvbuf, NULL},
-                  .abort = (const volatile int *)&c->aborted,
+                  .abort = &stop,
                   .timeout_ns = (uint64_t)c->config.timeout_ms * 1000000u};
   if (res == WEFT_SUCCESS && prog.buf_count[DP_SCRATCH] > 0)
     res = resident_scratch(c, prog.buf_count[DP_SCRATCH] * esize, &run.bufs[DP_SCRATCH]);
   exec_ctx_t *x = &c->exec;
   if (res == WEFT_SUCCESS && !x->queue) res = x->dev->ops->queue_create(x->dev, &x->queue);
-  dl_status_t status = {DL_DONE, -1, -1, 0, 0};
+  dl_status_t status = {-1, -1, -1, 0, 0};
   if (res == WEFT_SUCCESS) res = x->dev->ops->launch(x->queue, &run, &status);
-  /* The run reads `run` and the views until it ends, however long the data takes: its own waits
-   * are bounded (timeout_ns without progress, the abort word), so the queue is waited for in
-   * slices until it is done or has failed. */
-  while (res == WEFT_SUCCESS && (res = x->dev->ops->drain(x->queue, 1000)) == WEFT_ERR_TIMEOUT) {
-    err_clear();
-    res = WEFT_SUCCESS;
-  }
-  if (res == WEFT_SUCCESS && status.code != DL_DONE)
+  int dead = -1;
+  if (res == WEFT_SUCCESS) res = watch(c, &prog, conns, &stop, &status, &dead);
+  if (res != WEFT_SUCCESS && dead >= 0)
+    res = WEFT_ERR(WEFT_ERR_REMOTE,
+                   "rank %d: %s #%llu: rank %d's process is gone (the device program was stopped)",
+                   c->rank, weft_coll_name(d->kind), (unsigned long long)d->seq, dead);
+  else if (res == WEFT_SUCCESS && status.code != DL_DONE)
     res = WEFT_ERR(status.code == DL_ABORTED ? WEFT_ERR_ABORTED : WEFT_ERR_TIMEOUT,
                    "rank %d: device program step %d waited for %s rank %d (round %llu)",
                    c->rank, status.step, waited_for(&status),

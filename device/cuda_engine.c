@@ -698,16 +698,6 @@ static void cu_close(dev_engine_t *base) {
   free(e);
 }
 
-/* The CUDA kernel of the device-resident loop (kernels/devloop_steps.h under nvcc) is not built
- * yet: callers see UNSUPPORTED and take the host-driven path. */
-static weft_result_t cu_launch(dev_queue_t *q, const dl_run_t *run, dl_status_t *status) {
-  (void)q;
-  (void)run;
-  (void)status;
-  return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
-                  "cuda device: the CUDA kernel of the device-resident loop is not built yet");
-}
-
 static const dev_ops_t cuda_ops = {
     .name = "cuda",
     .mem_kind = cu_mem_kind,
@@ -718,7 +708,9 @@ static const dev_ops_t cuda_ops = {
     .copy = cu_copy,
     .reduce = cu_reduce,
     .premul = cu_premul,
-    .launch = cu_launch,
+    /* No launch: the CUDA kernel of the device-resident loop (kernels/devloop_steps.h under nvcc)
+     * is not built yet, so device calls take the host-driven path. */
+    .launch = NULL,
     .fence = cu_fence,
     .poll = cu_poll,
     .drain = cu_drain,

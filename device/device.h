@@ -95,8 +95,8 @@ typedef struct dev_ops {
    * failed copy does), with a message naming the step, the link, its peer
    * (prog->links[link].peer) and the round, so that fence, poll and drain report it. Every wait of
    * the run is bounded by run->timeout_ns; with 0 and no abort flag a peer that never comes holds
-   * q forever. WEFT_ERR_UNSUPPORTED, with why, where the engine cannot run programs (callers then
-   * take the host-driven path). */
+   * q forever. NULL where the engine cannot run programs (the CUDA engine until its kernel
+   * exists): callers then take the host-driven path. */
   weft_result_t (*launch)(dev_queue_t *q, const dl_run_t *run, dl_status_t *status);
 
   /* ---- the user's streams ---- */

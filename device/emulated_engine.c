@@ -195,15 +195,26 @@ static const char *waiting_name(const dl_status_t *st) {
 /* Runs a device program on the worker thread: the worker is the emulation's device, so the loop
  * runs here, strictly after the queue's earlier work and before its later work, like a kernel. A
  * run that does not finish fails the queue with where it stopped, naming the peer it waited for. */
+/* The status of an ended run, its code stored last with release: a thread watching the run (the
+ * caller of launch, between waits on the queue) may read the code alone to learn that the run
+ * has ended, while the rest is read once the queue has drained. */
+static void publish_status(dl_status_t *out, dl_status_t st) {
+  out->step = st.step;
+  out->link = st.link;
+  out->waiting_for = st.waiting_for;
+  out->round = st.round;
+  __atomic_store_n(&out->code, st.code, __ATOMIC_RELEASE);
+}
+
 static weft_result_t run_launch(const op_t *op, int skip) {
   if (skip) {
     /* Nothing ran: the queue's own error says why. */
     dl_status_t st = {DL_ABORTED, -1, -1, 0, 0};
-    *op->status = st;
+    publish_status(op->status, st);
     return WEFT_SUCCESS;
   }
   dl_status_t st = dl_run_host(op->run);
-  *op->status = st;
+  publish_status(op->status, st);
   if (st.code == DL_DONE) return WEFT_SUCCESS;
   const dp_program_t *p = op->run->prog;
   const char *kind = "-";

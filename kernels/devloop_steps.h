@@ -82,6 +82,8 @@ DL_FN uint64_t dl_dtype_size(int dtype) {
   switch (dtype) {
     case WEFT_INT8:
     case WEFT_UINT8:
+    case WEFT_FLOAT8_E4M3:
+    case WEFT_FLOAT8_E5M2:
       return 1;
     case WEFT_FLOAT16:
     case WEFT_BFLOAT16:

@@ -810,6 +810,11 @@ static void ipc_close(conn_t *base, int abortive) {
   conn_free(c);
 }
 
+static int ipc_peer_alive(conn_t *base) {
+  const ipc_conn_t *c = (const ipc_conn_t *)base;
+  return c->peer_pid <= 0 || pid_alive(c->peer_pid);
+}
+
 const transport_ops_t cuda_ipc_transport_ops = {
     .name = "cuda_ipc",
     .addr_size = sizeof(ipc_addr_t),
@@ -828,4 +833,5 @@ const transport_ops_t cuda_ipc_transport_ops = {
     .lend_send = ipc_lend_send,
     .commit_send = ipc_commit_send,
     .device_link = ipc_device_link,
+    .peer_alive = ipc_peer_alive,
 };

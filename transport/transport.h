@@ -110,6 +110,10 @@ struct transport_ops {
    * side may wait (bounded by the connect timeout) for the peer to have published its end. Runs
    * on the view must have ended (their queue drained) before the connection closes. */
   weft_result_t (*device_link)(conn_t *c, int dir, dl_link_view_t *view);
+  /* 0 once the peer's process is known to be gone (a transport within one host can ask the
+   * system), else 1. What watches a device-resident run calls it: the run itself only sees a
+   * link go quiet. */
+  int (*peer_alive)(conn_t *c);
 };
 
 /* Every transport's connection starts with this, so generic code can reach the ops. */

@@ -66,8 +66,14 @@ std::string matrix_body(int rank, int n, int port, const char* transport) {
               if (coll == WEFT_COLL_BARRIER) break;
             }
     }
+  // Within the host the eligible calls ran as device programs (comm/resident.c); staged over
+  // TCP none did: a communicator across the transports keeps the executor.
+  bool ipc = strcmp(transport, "tcp") != 0;
+  if (n > 1 && ipc != (comm->resident.calls > 0))
+    return "rank " + std::to_string(rank) + ": " + std::to_string(comm->resident.calls) +
+           " calls ran as device programs over " + transport;
   // Device buffers went by CUDA IPC within the host, staged when TCP was forced.
-  const char* want = strcmp(transport, "tcp") == 0 ? "staged" : "cuda_ipc";
+  const char* want = ipc ? "cuda_ipc" : "staged";
   const char* got = n > 1 ? comm_device_transport_name(comm, (rank + 1) % n) : want;
   if (!got || strcmp(got, want) != 0)
     return "rank " + std::to_string(rank) + ": device transport to the right neighbour is " +
@@ -129,13 +135,87 @@ TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
 // Fused ring steps on the device path: the device queue reduces each arriving slice straight
 // into the next peer's slot (cuda_ipc: its device slot; staged: a pinned send slot), so a ring
 // all-reduce of two rounds of equal chunks writes recvbuf n bytes and sends 2(p-1)/p n, in place
-// and not, through the executor's counters (exec_stats_t) -- and the results are right.
+// and not, through the executor's counters (exec_stats_t) -- and the results are right. The
+// host-driven path (WEFT_DEVICE_RESIDENT=0): a device program keeps no such counters.
+// WEFT_DEVICE_RESIDENT=0 keeps every call on the host-driven executor; 1 (the default) runs the
+// same ring all-reduce as a device program; the results agree.
+TEST(DeviceResident, TheKnobChoosesThePath) {
+  for (const char* knob : {"0", "1"}) {
+    auto results = mp_run(
+        3,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_DEVICE_RESIDENT", knob, 1);
+          setenv("WEFT_ALGO", "ring", 1);
+          Device dev;
+          weft_comm_t* comm;
+          std::string err = dev.open_and_join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          CallRunner runner = dev.runner();
+          err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RING, WEFT_FLOAT32, WEFT_SUM,
+                           100000, false, 0, &runner);
+          uint64_t calls = comm->resident.calls;
+          weft_comm_destroy(comm);
+          if (!err.empty()) return err;
+          if ((calls > 0) != (knob[0] == '1'))
+            return "rank " + std::to_string(rank) + ": WEFT_DEVICE_RESIDENT=" + knob + " ran " +
+                   std::to_string(calls) + " device programs";
+          return "";
+        },
+        kTimeoutMs);
+    EXPECT_EQ(mp_summary(results), "") << "WEFT_DEVICE_RESIDENT=" << knob;
+  }
+}
+
+// weft_comm_abort from another thread stops a device program that waits for a peer that never
+// comes: the call returns WEFT_ERR_ABORTED within a second or so, long before WEFT_TIMEOUT_MS.
+TEST(DeviceResident, AbortFromAnotherThreadStopsTheProgram) {
+  auto results = mp_run(
+      2,
+      [&](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "30000", 1);
+        setenv("WEFT_ALGO", "ring", 1);
+        Device dev;
+        weft_comm_t* comm;
+        std::string err = dev.open_and_join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        void* buf = nullptr;
+        if (dev.e->ops->alloc(dev.e, 4 << 20, 0, &buf) != WEFT_SUCCESS) return weft_last_error();
+        // One call both ranks make, so the links exist; then rank 1 stays away.
+        if (weft_all_reduce(buf, buf, 1 << 20, WEFT_FLOAT32, WEFT_SUM, comm, nullptr) !=
+            WEFT_SUCCESS)
+          return std::string("warm-up: ") + weft_last_error();
+        if (comm->resident.calls != 1) return "the warm-up did not run as a device program";
+        if (rank == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(3));
+          weft_comm_abort(comm);
+          dev.e->ops->release(dev.e, buf, 0);
+          return "";
+        }
+        std::thread aborter([comm] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          weft_comm_abort(comm);
+        });
+        auto t0 = std::chrono::steady_clock::now();
+        weft_result_t r = weft_all_reduce(buf, buf, 1 << 20, WEFT_FLOAT32, WEFT_SUM, comm, nullptr);
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::string msg = weft_last_error();
+        aborter.join();
+        dev.e->ops->release(dev.e, buf, 0);
+        if (r != WEFT_ERR_ABORTED) return "got " + std::to_string(r) + ": " + msg;
+        if (secs > 2.5) return "took " + std::to_string(secs) + " s";
+        return "";
+      },
+      kTimeoutMs);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 TEST(DeviceFused, RingWritesEachOutputElementOnce) {
   for (const char* transport : {"auto", "tcp"})
     for (bool in_place : {false, true}) {
       auto results = mp_run(
           3,
           [&](int rank, int n, int port) -> std::string {
+            setenv("WEFT_DEVICE_RESIDENT", "0", 1);
             setenv("WEFT_TRANSPORT", transport, 1);
             setenv("WEFT_DEVICE_SLICE_BYTES", "65536", 1);
             setenv("WEFT_DEVICE_SLOTS", "8", 1);
@@ -170,12 +250,13 @@ TEST(DeviceFused, RingWritesEachOutputElementOnce) {
 // Calls on device buffers slice by WEFT_DEVICE_SLICE_BYTES, whatever WEFT_SLICE_BYTES says: the
 // same ring all-reduce of 1 MiB per rank's chunk on device buffers goes through 4x as many fused
 // slices with 64 KiB device slices as with 256 KiB ones (host slices 64 KiB both times), over
-// CUDA IPC and staged alike, with the right results.
+// CUDA IPC and staged alike, with the right results (host-driven: WEFT_DEVICE_RESIDENT=0).
 TEST(DeviceSlices, DeviceCallsSliceByTheirOwnSize) {
   for (const char* transport : {"auto", "tcp"}) {
     auto results = mp_run(
         3,
         [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_DEVICE_RESIDENT", "0", 1);
           setenv("WEFT_TRANSPORT", transport, 1);
           setenv("WEFT_SLICE_BYTES", "65536", 1);
           uint64_t fused[2] = {0, 0};
