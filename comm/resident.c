@@ -165,8 +165,8 @@ weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_
                    c->rank, weft_coll_name(d->kind), (unsigned long long)d->seq, dead);
   else if (res == WEFT_SUCCESS && status.code != DL_DONE)
     res = WEFT_ERR(status.code == DL_ABORTED ? WEFT_ERR_ABORTED : WEFT_ERR_TIMEOUT,
-                   "rank %d: device program step %d waited for %s rank %d (round %llu)",
-                   c->rank, status.step, waited_for(&status),
+                   "rank %d: device program step %d waited for %s rank %d (round %llu)", c->rank,
+                   status.step, waited_for(&status),
                    status.link >= 0 ? prog.links[status.link].peer : -1,
                    (unsigned long long)status.round);
   if (res == WEFT_SUCCESS) c->resident.calls++;

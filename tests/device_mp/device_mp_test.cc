@@ -115,8 +115,7 @@ TEST(DeviceLarge, AllReduceOneMebiAtFourRanks) {
           std::string err = dev.open_and_join(rank, n, port, &comm);
           if (!err.empty()) return err;
           CallRunner runner = dev.runner();
-          for (weft_algo_t algo :
-               {WEFT_ALGO_RING, WEFT_ALGO_DOUBLE_TREE, WEFT_ALGO_RABENSEIFNER}) {
+          for (weft_algo_t algo : {WEFT_ALGO_RING, WEFT_ALGO_DOUBLE_TREE, WEFT_ALGO_RABENSEIFNER}) {
             err = check_call(comm, WEFT_COLL_ALL_REDUCE, algo, WEFT_FLOAT32, WEFT_SUM,
                              (1 << 20) + 3, false, 0, &runner);
             if (err.empty())
@@ -336,8 +335,7 @@ TEST(DeviceFused, KilledPeerFailsTheSurvivors) {
           << transport << " rank " << r << ": " << results[r].message;
       named += results[r].message == "named: 2";
     }
-    EXPECT_GE(named, 1) << transport << ": " << results[0].message << " / "
-                        << results[1].message;
+    EXPECT_GE(named, 1) << transport << ": " << results[0].message << " / " << results[1].message;
     EXPECT_EQ(results[2].term_signal, SIGKILL) << transport;
   }
 }
@@ -354,7 +352,7 @@ TEST(DeviceStream, CallReturnsBeforeTheOperationCompletes) {
         if (!err.empty()) return err;
         const size_t count = 4096;
         std::vector<float> host(count, (float)(rank + 1)), out(count, 0);
-        void *buf = nullptr;
+        void* buf = nullptr;
         if (dev.e->ops->alloc(dev.e, count * sizeof(float), 0, &buf) != WEFT_SUCCESS)
           return weft_last_error();
         if (dev.upload(buf, host.data(), count * sizeof(float)) != WEFT_SUCCESS)
@@ -364,22 +362,25 @@ TEST(DeviceStream, CallReturnsBeforeTheOperationCompletes) {
         if (weft_all_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream) !=
             WEFT_SUCCESS)
           return std::string("all_reduce: ") + weft_last_error();
-        double call_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t0).count();
+        double call_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (rank == 0 && call_ms > 200)
           return "rank 0: enqueueing took " + std::to_string(call_ms) +
                  " ms: the call waited for the operation";
         if (dev.e->ops->stream_sync(dev.e, dev.stream, kTimeoutMs) != WEFT_SUCCESS)
           return std::string("stream_sync: ") + weft_last_error();
-        double total_ms = std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0).count();
+        double total_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (rank == 0 && total_ms < 300)
           return "rank 0: the stream finished after " + std::to_string(total_ms) +
                  " ms, before rank 1 joined";
         if (dev.upload(out.data(), buf, count * sizeof(float)) != WEFT_SUCCESS)
           return weft_last_error();
         for (size_t i = 0; i < count; i++)
-          if (out[i] != 3.0f) return "element " + std::to_string(i) + " = " + std::to_string(out[i]);
+          if (out[i] != 3.0f)
+            return "element " + std::to_string(i) + " = " + std::to_string(out[i]);
         // Blocking host calls and async requests queue behind enqueued device calls.
         if (weft_barrier(comm, nullptr) != WEFT_SUCCESS) return weft_last_error();
         dev.e->ops->release(dev.e, buf, 0);
@@ -435,7 +436,8 @@ TEST(DeviceErrors, MixedBuffersAndStreamsAreRefused) {
         if (!err.empty()) return err;
         float host[4] = {1, 2, 3, 4};
         void* buf = nullptr;
-        if (dev.e->ops->alloc(dev.e, sizeof host, 0, &buf) != WEFT_SUCCESS) return weft_last_error();
+        if (dev.e->ops->alloc(dev.e, sizeof host, 0, &buf) != WEFT_SUCCESS)
+          return weft_last_error();
         weft_result_t r = weft_all_reduce(host, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm, dev.stream);
         std::string msg = weft_last_error();
         if (r != WEFT_ERR_INVALID_ARGUMENT || msg.find("sendbuf is host memory but recvbuf is "
