@@ -92,7 +92,7 @@ static const char *waited_for(const dl_status_t *st) {
  * (*dead names that peer), and the run ends at its next wait. Returns once the run has ended and
  * the queue has let go of everything the run reads. */
 static weft_result_t watch(weft_comm_t *c, const dp_program_t *prog, conn_t *const *conns,
-                           volatile int *stop, const dl_status_t *status, int *dead) {
+                           int *stop, const dl_status_t *status, int *dead) {
   exec_ctx_t *x = &c->exec;
   for (;;) {
     weft_result_t res = x->dev->ops->drain(x->queue, 100);
@@ -102,12 +102,13 @@ static weft_result_t watch(weft_comm_t *c, const dp_program_t *prog, conn_t *con
     if (__atomic_load_n(&status->code, __ATOMIC_ACQUIRE) != -1)
       return x->dev->ops->drain(x->queue, c->config.timeout_ms);
     err_clear();
-    if (*stop) continue;
-    if (comm_aborted(c)) *stop = 1;
-    for (int i = 0; i < prog->nlinks && !*stop; i++)
+    /* The run reads the word atomically from its own thread: store it so. */
+    if (__atomic_load_n(stop, __ATOMIC_RELAXED)) continue;
+    if (comm_aborted(c)) __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < prog->nlinks && *dead < 0 && !comm_aborted(c); i++)
       if (conns[i]->ops->peer_alive && !conns[i]->ops->peer_alive(conns[i])) {
         *dead = prog->links[i].peer;
-        *stop = 1;
+        __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
       }
   }
 }
@@ -145,11 +146,11 @@ weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_
   }
   /* The run stops at this word: set by the watch below when the communicator is aborted or a
    * peer's process is gone. */
-  volatile int stop = 0;
+  int stop = 0;
   dl_run_t run = {.prog = &prog,
                   .links = views,
                   .bufs = {(char *)sendbuf, (char *)recvbuf, NULL},
-                  .abort = &stop,
+                  .abort = (const volatile int *)&stop,
                   .timeout_ns = (uint64_t)c->config.timeout_ms * 1000000u};
   if (res == WEFT_SUCCESS && prog.buf_count[DP_SCRATCH] > 0)
     res = resident_scratch(c, prog.buf_count[DP_SCRATCH] * esize, &run.bufs[DP_SCRATCH]);

@@ -41,7 +41,7 @@ run --config=tsan //tests/bootstrap:all //tests/errors:all //tests/comm:all //te
   //tests/kernels:devloop_plain_test //tests/collectives:devrun_test
 # Device calls: the progress thread, stream gates and the engine's worker threads together.
 run --config=tsan //tests/device_mp:device_mp_test \
-  --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:*Matrix*/1
+  --test_arg=--gtest_filter=DeviceStream.*:DeviceErrors.*:DeviceFused.*:DeviceResident.*:*Matrix*/1
 # The CPU-only build, even where the CUDA toolkit is installed (tests/abi, tests/nccl: the exports
 # without the static CUDA runtime linked in).
 run --config=nocuda //tests/build:all //tests/errors:all //tests/abi:all //tests/nccl:exports_test
