@@ -45,6 +45,14 @@
 extern "C" {
 #endif
 
+/* The inline helpers below are also called by the device loop under nvcc
+ * (kernels/cuda/devloop_kernel.cu). */
+#ifdef __CUDACC__
+#define DP_FN static inline __host__ __device__
+#else
+#define DP_FN static inline
+#endif
+
 /* The buffers a step names: the values of schedule.h's sched_buf_t (devcompile.c checks). */
 typedef enum { DP_SENDBUF = 0, DP_RECVBUF = 1, DP_SCRATCH = 2, DP_NUM_BUFS = 3 } dp_buf_t;
 
@@ -103,16 +111,16 @@ void dp_free(dp_program_t *p);
 /* "send", "recv-reduce-copy-send", ...: a kind's name in messages. */
 const char *dp_kind_name(dp_kind_t k);
 /* Slices of a step: ceil(count / slice_elems). */
-static inline uint64_t dp_step_slices(const dp_program_t *p, const dp_step_t *st) {
+DP_FN uint64_t dp_step_slices(const dp_program_t *p, const dp_step_t *st) {
   return (st->count + p->slice_elems - 1) / p->slice_elems;
 }
 /* Whether a kind receives, sends. */
-static inline int dp_kind_receives(int k) { return k >= DP_RECV_COPY && k <= DP_RECV_COPY_SEND; }
-static inline int dp_kind_sends(int k) {
+DP_FN int dp_kind_receives(int k) { return k >= DP_RECV_COPY && k <= DP_RECV_COPY_SEND; }
+DP_FN int dp_kind_sends(int k) {
   return k == DP_SEND || k == DP_RECV_REDUCE_SEND || k == DP_RECV_REDUCE_COPY_SEND ||
          k == DP_RECV_COPY_SEND;
 }
-static inline int dp_kind_reduces(int k) {
+DP_FN int dp_kind_reduces(int k) {
   return k == DP_RECV_REDUCE || k == DP_RECV_REDUCE_SEND || k == DP_RECV_REDUCE_COPY_SEND;
 }
 
