@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "device/device.h"
+#include "kernels/cuda/devloop_kernel.h"
 #include "kernels/cuda/reduce_kernels.h"
 
 /* queue_destroy and close wait this long for a queue's work before destroying it anyway. */
@@ -52,6 +53,8 @@ typedef struct {
   int gates_closed;
 } cuda_engine_t;
 
+typedef struct launch_rec launch_rec_t;
+
 /* A queue: a non-blocking stream, and its fences as a FIFO of recorded events. The stream runs in
  * order, so fences pass in order: poll() pops the passed ones from the front. */
 struct dev_queue {
@@ -67,6 +70,7 @@ struct dev_queue {
   uint64_t passed;   /* every ticket <= passed has passed */
   weft_result_t err; /* sticky: the first failure of the queue's work */
   char errmsg[ERR_MSG_MAX];
+  launch_rec_t *launches; /* cu_launch's records, busy or free for reuse (q->mu) */
 };
 
 /* One call's hold on a user stream: an event where its inputs are ready, then a host function
@@ -267,8 +271,311 @@ static weft_result_t queue_fail(dev_queue_t *q, weft_result_t res) {
   return err_set_message(q->err, q->errmsg);
 }
 
+/* ---- device-resident programs (launch) ----
+ *
+ * The caller's run (kernels/devloop.h) lives in host memory: the program, its steps and the link
+ * views in ordinary (pageable) memory, the abort word and the status on its stack. A kernel can
+ * read none of that, so each launch goes through a record the engine keeps per queue:
+ *   - a block of mapped pinned host memory (cudaHostAlloc, cudaHostAllocMapped) holding the
+ *     kernel's abort word, the status the kernel writes, and a staging copy of the program header,
+ *     link views and steps, written here at launch;
+ *   - a block of device memory the same size, that the staging copy is copied into on q's stream
+ *     (cudaMemcpyAsync, ahead of the kernel) and that the kernel reads, followed by the loop's
+ *     per-step counts. The device copy's pointers (the program's steps, the run's program and
+ *     links) are rewritten to point into it; the buffers, slots and counters are the caller's
+ *     (device memory, or mapped pinned memory: the run's contract).
+ * The kernel reads the steps from device memory (cached), not over PCIe; only the abort word and
+ * the status cross the bus.
+ *
+ * The abort word. The caller's word is host memory the device cannot read, so the engine mirrors
+ * it: whenever q's owner calls poll or drain (drain at every pass of its wait), every running
+ * record whose caller word is set gets its own mapped word set, which the kernel polls at its
+ * next wait. comm/resident.c's watch sets its word between drains, so a stop reaches the kernel
+ * within one pass of the next drain.
+ *
+ * The status. The kernel writes it to the record's mapped word, its code last. The engine copies
+ * it to the caller's *status once the event recorded after the kernel has passed (seen at the next
+ * poll or drain, before any fence behind the run is reported passed), the code last with
+ * release as the emulated engine does, and fails q (the run's contract: a message naming step,
+ * link, peer and round) when the code is not DL_DONE. The stream itself goes on: later work on q
+ * still runs on the device, but q reports the failure from then on.
+ *
+ * Memory. Records are reused by later launches on q once reaped (a running one never is), grown by
+ * allocating a bigger one, and freed with the queue, through cu_alloc/cu_release so that memory is
+ * never freed while a gate holds a user stream (release()'s rule). No host function is enqueued
+ * (the gates' rule above cu_gate_enter).
+ *
+ * Unverified on hardware: the engine offers launch only with WEFT_CUDA_DEVICE_LOOP=1 (at open). */
+
+/* What the kernel and the engine share in the mapped block, before the staging copy. */
+typedef struct {
+  int abort;          /* the kernel's abort word: 0, or 1 once the caller's is set */
+  dl_status_t status; /* written by the kernel when the run ends, its code last */
+} launch_words_t;
+
+enum { LAUNCH_FREE = 0, LAUNCH_CLAIMED = 1, LAUNCH_RUNNING = 2 };
+
+#define LAUNCH_ALIGN 64
+#define LAUNCH_ROUND(x) (((x) + LAUNCH_ALIGN - 1) / LAUNCH_ALIGN * LAUNCH_ALIGN)
+
+struct launch_rec {
+  launch_rec_t *next;
+  size_t cap;        /* bytes of each block */
+  char *host;        /* mapped pinned: launch_words_t, then the staging copy */
+  char *dev;         /* device: the copy the kernel reads, then the per-step counts */
+  cudaEvent_t ended; /* recorded right after the kernel */
+  int state;         /* LAUNCH_FREE, LAUNCH_CLAIMED (being launched), LAUNCH_RUNNING */
+  /* Of the running run: the caller's words, and what the failure message needs (host copies). */
+  const volatile int *caller_abort;
+  dl_status_t *caller_status;
+  uint64_t timeout_ns;
+  dp_program_t prog; /* the header, its steps pointer cleared */
+  dp_step_t *steps;  /* the staging copy's steps, in host memory */
+};
+
+/* The staging layout, the same in both blocks (offsets from the start of the copy). */
+typedef struct {
+  size_t links, steps, moved, copy_bytes, total;
+} launch_layout_t;
+
+static launch_layout_t launch_layout(const dp_program_t *p) {
+  launch_layout_t l;
+  l.links = LAUNCH_ROUND(sizeof(dp_program_t));
+  l.steps = l.links + LAUNCH_ROUND((size_t)p->nlinks * sizeof(dl_link_view_t));
+  l.copy_bytes = l.steps + (size_t)p->nsteps * sizeof(dp_step_t);
+  l.moved = LAUNCH_ROUND(l.copy_bytes);
+  l.total = LAUNCH_ROUND(sizeof(launch_words_t)) + l.moved + (size_t)p->nsteps * sizeof(uint64_t);
+  return l;
+}
+
+static launch_words_t *launch_words(launch_rec_t *r) { return (launch_words_t *)r->host; }
+static char *launch_staging(launch_rec_t *r) {
+  return r->host + LAUNCH_ROUND(sizeof(launch_words_t));
+}
+
+/* The status of an ended run into the caller's, its code last with release: a thread watching
+ * the run (comm/resident.c) may read the code alone, with acquire, to learn that it has ended. */
+static void launch_publish(dl_status_t *out, dl_status_t st) {
+  out->step = st.step;
+  out->link = st.link;
+  out->waiting_for = st.waiting_for;
+  out->round = st.round;
+  __atomic_store_n(&out->code, st.code, __ATOMIC_RELEASE);
+}
+
+/* The error of a run that ended other than DL_DONE, as this thread's error. */
+static weft_result_t launch_error(const launch_rec_t *r, const dl_status_t *st, int device) {
+  const dp_program_t *p = &r->prog;
+  const char *kind = "-";
+  if (st->step >= 0 && st->step < p->nsteps)
+    kind = dp_kind_name((dp_kind_t)r->steps[st->step].kind);
+  int peer = -1, dir = -1;
+  if (st->link >= 0 && st->link < p->nlinks && st->link < DP_MAX_LINKS) {
+    peer = p->links[st->link].peer;
+    dir = p->links[st->link].dir;
+  }
+  const char *dirname = dir == DP_LINK_SEND ? "to" : "from";
+  const char *waiting =
+      st->waiting_for ? "a free slot (the receiver to consume)" : "a message to arrive";
+  unsigned long long round = (unsigned long long)st->round;
+  switch (st->code) {
+    case DL_TIMEOUT:
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "cuda engine: device-resident loop on device %d saw no progress for %llu ms "
+                      "at step %d (%s), round %llu, link %d %s rank %d, waiting for %s",
+                      device, (unsigned long long)(r->timeout_ns / 1000000ull), st->step, kind,
+                      round, st->link, dirname, peer, waiting);
+    case DL_ABORTED:
+      return WEFT_ERR(WEFT_ERR_ABORTED,
+                      "cuda engine: device-resident loop on device %d aborted at step %d (%s), "
+                      "round %llu, link %d %s rank %d, waiting for %s",
+                      device, st->step, kind, round, st->link, dirname, peer, waiting);
+    default:
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "cuda engine: device-resident loop on device %d refused its program (code "
+                      "%d) at step %d (%s), link %d (rank %d): a step names a link or buffer the "
+                      "run was not given, or a range outside its buffer",
+                      device, st->code, st->step, kind, st->link, peer);
+  }
+}
+
+/* Reaps the runs that have ended and mirrors the abort word of those still going; q->mu held.
+ * Runs before reap_fences pops any fence, so a run's status and failure are in place before a
+ * fence behind it is reported passed (and while the caller's run is still valid). */
+static void reap_launches(dev_queue_t *q) {
+  for (launch_rec_t *r = q->launches; r; r = r->next) {
+    if (r->state != LAUNCH_RUNNING) continue;
+    launch_words_t *w = launch_words(r);
+    cudaError_t rc = cudaEventQuery(r->ended);
+    if (rc == cudaErrorNotReady) {
+      (void)cudaGetLastError(); /* not an error: still running */
+      /* Relaxed on both sides: the word carries no data, only the decision to stop; the store
+       * to mapped pinned memory reaches the device eventually, where the kernel's relaxed
+       * system-scope load sees it at a later wait. */
+      if (r->caller_abort && __atomic_load_n(r->caller_abort, __ATOMIC_RELAXED))
+        __atomic_store_n(&w->abort, 1, __ATOMIC_RELAXED);
+      continue;
+    }
+    dl_status_t st = {DL_ABORTED, -1, -1, 0, 0};
+    if (rc == cudaSuccess) {
+      /* The event has passed: the kernel and its writes to the mapped status are complete and
+       * visible to the host (event completion orders them), so plain reads are enough. */
+      st = w->status;
+    } else {
+      /* The device failed under the run; the fence that follows reports CUDA's error. */
+      (void)cudaGetLastError();
+    }
+    r->state = LAUNCH_FREE;
+    if (rc == cudaSuccess && st.code != DL_DONE) {
+      weft_result_t res = launch_error(r, &st, q->e->base.device);
+      (void)queue_fail(q, res);
+    }
+    launch_publish(r->caller_status, st);
+  }
+}
+
+/* A record with room for layout l: a free one, or a new one at the front of the list. */
+static weft_result_t launch_record(dev_queue_t *q, const launch_layout_t *l, launch_rec_t **out) {
+  pthread_mutex_lock(&q->mu);
+  launch_rec_t *r = q->launches;
+  while (r && (r->state != LAUNCH_FREE || r->cap < l->total)) r = r->next;
+  if (r) r->state = LAUNCH_CLAIMED; /* no other launch takes it, reap_launches leaves it */
+  pthread_mutex_unlock(&q->mu);
+  if (r) {
+    *out = r;
+    return WEFT_SUCCESS;
+  }
+  r = calloc(1, sizeof *r);
+  if (!r) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating a launch record");
+  r->cap = l->total;
+  weft_result_t res = cu_alloc(&q->e->base, r->cap, 1, (void **)&r->host);
+  if (res == WEFT_SUCCESS) res = cu_alloc(&q->e->base, r->cap, 0, (void **)&r->dev);
+  if (res == WEFT_SUCCESS) {
+    cudaError_t rc = cudaEventCreateWithFlags(&r->ended, cudaEventDisableTiming);
+    if (rc != cudaSuccess) res = CUDA_FAIL(rc, "cudaEventCreateWithFlags for a launch");
+  }
+  if (res != WEFT_SUCCESS) {
+    cu_release(&q->e->base, r->host, 1);
+    cu_release(&q->e->base, r->dev, 0);
+    free(r);
+    return res;
+  }
+  r->state = LAUNCH_CLAIMED;
+  pthread_mutex_lock(&q->mu);
+  r->next = q->launches;
+  q->launches = r;
+  pthread_mutex_unlock(&q->mu);
+  *out = r;
+  return WEFT_SUCCESS;
+}
+
+/* Frees q's records (q's stream idle, or given up on). With release = 0 (the engine is closing)
+ * their memory stays tracked, for close() to free with the rest. */
+static void launch_free_all(dev_queue_t *q, int release) {
+  launch_rec_t *r = q->launches;
+  while (r) {
+    launch_rec_t *next = r->next;
+    cudaEventDestroy(r->ended);
+    if (release) {
+      cu_release(&q->e->base, r->host, 1);
+      cu_release(&q->e->base, r->dev, 0);
+    }
+    free(r);
+    r = next;
+  }
+  q->launches = NULL;
+}
+
+/* Sets the abort word of every run still going on q, whose queue is being destroyed: the kernels
+ * end at their next wait instead of holding the stream (and the memory freed after it). */
+static void launch_stop_all(dev_queue_t *q) {
+  pthread_mutex_lock(&q->mu);
+  for (launch_rec_t *r = q->launches; r; r = r->next)
+    if (r->state == LAUNCH_RUNNING) __atomic_store_n(&launch_words(r)->abort, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static weft_result_t cu_launch(dev_queue_t *q, const dl_run_t *run, dl_status_t *status) {
+  if (!run || !run->prog || !status)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "cuda engine: launch of a device program with a NULL run, program or status");
+  const dp_program_t *p = run->prog;
+  /* What the copy below needs; the kernel's dl_validate checks everything else. */
+  if (p->nsteps < 0 || p->nlinks < 0 || p->nlinks > DP_MAX_LINKS || (p->nsteps > 0 && !p->steps) ||
+      (p->nlinks > 0 && !run->links))
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "cuda engine: launch of a device program with %d steps and %d links "
+                    "(at most %d), steps or link views missing",
+                    p->nsteps, p->nlinks, DP_MAX_LINKS);
+  WEFT_CHECK(use_device(q->e));
+  pthread_mutex_lock(&q->mu);
+  int failed = q->err != WEFT_SUCCESS;
+  pthread_mutex_unlock(&q->mu);
+  if (failed) {
+    /* Nothing runs: the queue's own error says why (the contract's skipped run). */
+    launch_publish(status, (dl_status_t){DL_ABORTED, -1, -1, 0, 0});
+    return WEFT_SUCCESS;
+  }
+  launch_layout_t l = launch_layout(p);
+  launch_rec_t *r = NULL;
+  WEFT_CHECK(launch_record(q, &l, &r));
+
+  /* The staging copy, with the device copy's addresses in it. */
+  launch_words_t *w = launch_words(r);
+  char *stage = launch_staging(r);
+  w->abort = 0;
+  w->status = (dl_status_t){-1, -1, -1, 0, 0};
+  dp_program_t *hp = (dp_program_t *)stage;
+  *hp = *p;
+  hp->steps = (dp_step_t *)(r->dev + l.steps);
+  if (p->nlinks > 0) memcpy(stage + l.links, run->links, (size_t)p->nlinks * sizeof *run->links);
+  if (p->nsteps > 0) memcpy(stage + l.steps, p->steps, (size_t)p->nsteps * sizeof *p->steps);
+  r->prog = *p;
+  r->prog.steps = NULL;
+  r->steps = (dp_step_t *)(stage + l.steps);
+  r->caller_abort = run->abort;
+  r->caller_status = status;
+  r->timeout_ns = run->timeout_ns;
+
+  /* The mapped words as the device addresses them (the same address under UVA, asked anyway). */
+  launch_words_t *dw = NULL;
+  cudaError_t rc = cudaHostGetDevicePointer((void **)&dw, w, 0);
+  weft_result_t res = WEFT_SUCCESS;
+  if (rc != cudaSuccess) res = CUDA_FAIL(rc, "cudaHostGetDevicePointer of a launch's words");
+  dl_run_t dr = *run;
+  dr.prog = (const dp_program_t *)r->dev;
+  dr.links = p->nlinks > 0 ? (const dl_link_view_t *)(r->dev + l.links) : NULL;
+  dr.abort = dw ? &dw->abort : NULL;
+  if (res == WEFT_SUCCESS) {
+    /* From pinned memory, so truly asynchronous: the staging copy is not touched again until
+     * the record is reaped, after the kernel (and so the copy) has finished. */
+    rc = cudaMemcpyAsync(r->dev, stage, l.copy_bytes, cudaMemcpyHostToDevice, q->stream);
+    if (rc != cudaSuccess)
+      res = CUDA_FAIL(rc, "cudaMemcpyAsync of a device program (%zu bytes)", l.copy_bytes);
+  }
+  if (res == WEFT_SUCCESS)
+    res = kern_cuda_devloop_launch(&dr, (uint64_t *)(r->dev + l.moved), &dw->status, q->stream);
+  if (res == WEFT_SUCCESS) {
+    rc = cudaEventRecord(r->ended, q->stream);
+    if (rc != cudaSuccess) res = CUDA_FAIL(rc, "cudaEventRecord after a device program");
+  }
+  if (res != WEFT_SUCCESS) {
+    /* The kernel may be enqueued without its event: fail the queue rather than reuse a record
+     * that a kernel may still read. The record stays claimed until the queue is freed. */
+    pthread_mutex_lock(&q->mu);
+    res = queue_fail(q, res);
+    pthread_mutex_unlock(&q->mu);
+    return res;
+  }
+  pthread_mutex_lock(&q->mu);
+  r->state = LAUNCH_RUNNING; /* its event is recorded: reap_launches may query it now */
+  pthread_mutex_unlock(&q->mu);
+  return WEFT_SUCCESS;
+}
+
 /* Pops the fences that have passed; q->mu held. */
 static weft_result_t reap_fences(dev_queue_t *q) {
+  reap_launches(q);
   if (q->err != WEFT_SUCCESS) return err_set_message(q->err, q->errmsg);
   while (q->npend > 0) {
     cudaEvent_t ev = q->pend[q->head];
@@ -364,9 +671,17 @@ static weft_result_t cu_poll(dev_queue_t *q, uint64_t ticket, int *done) {
 }
 
 /* Polls `stream` until all its work has finished, at most timeout_ms. */
-static weft_result_t wait_stream(cudaStream_t stream, int timeout_ms, const char *what) {
+/* With q (draining it), each pass also reaps q's ended runs and mirrors the abort words of those
+ * still running (reap_launches), so a stop reaches a kernel while the caller waits. */
+static weft_result_t wait_stream(cudaStream_t stream, int timeout_ms, const char *what,
+                                 dev_queue_t *q) {
   int64_t deadline = clock_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
+    if (q) {
+      pthread_mutex_lock(&q->mu);
+      reap_launches(q);
+      pthread_mutex_unlock(&q->mu);
+    }
     cudaError_t rc = cudaStreamQuery(stream);
     if (rc == cudaSuccess) return WEFT_SUCCESS;
     if (rc != cudaErrorNotReady) return CUDA_FAIL(rc, "%s (cudaStreamQuery)", what);
@@ -383,10 +698,11 @@ static weft_result_t wait_stream(cudaStream_t stream, int timeout_ms, const char
 static weft_result_t cu_drain(dev_queue_t *q, int timeout_ms) {
   WEFT_CHECK(use_device(q->e));
   pthread_mutex_lock(&q->mu);
+  reap_launches(q); /* a run that ended gets its status even when q has failed */
   weft_result_t res = q->err != WEFT_SUCCESS ? err_set_message(q->err, q->errmsg) : WEFT_SUCCESS;
   pthread_mutex_unlock(&q->mu);
   WEFT_CHECK(res);
-  res = wait_stream(q->stream, timeout_ms, "draining a queue");
+  res = wait_stream(q->stream, timeout_ms, "draining a queue", q);
   pthread_mutex_lock(&q->mu);
   if (res == WEFT_SUCCESS) {
     res = reap_fences(q); /* every fence has passed now: this empties the ring */
@@ -397,14 +713,18 @@ static weft_result_t cu_drain(dev_queue_t *q, int timeout_ms) {
   return res;
 }
 
-static void queue_free(dev_queue_t *q) {
+/* release: whether to free the launch records' memory now (0 while the engine closes: close()
+ * frees all tracked memory after the queues). */
+static void queue_free(dev_queue_t *q, int release) {
   if (use_device(q->e) == WEFT_SUCCESS) {
-    (void)wait_stream(q->stream, DESTROY_WAIT_MS, "destroying a queue");
+    launch_stop_all(q);
+    (void)wait_stream(q->stream, DESTROY_WAIT_MS, "destroying a queue", NULL);
     for (size_t i = 0; i < q->npend; i++) cudaEventDestroy(q->pend[(q->head + i) % q->cap]);
     for (size_t i = 0; i < q->npool; i++) cudaEventDestroy(q->pool[i]);
     cudaStreamDestroy(q->stream); /* if work is still running, CUDA frees it once it finishes */
     (void)cudaGetLastError();
   }
+  launch_free_all(q, release);
   free(q->pend);
   free(q->pend_ticket);
   free(q->pool);
@@ -417,14 +737,14 @@ static weft_result_t cu_queue_create(dev_engine_t *base, dev_queue_t **out) {
   WEFT_CHECK(queue_new(e, out));
   weft_result_t res = track(e, *out, TRACK_QUEUE);
   if (res != WEFT_SUCCESS) {
-    queue_free(*out);
+    queue_free(*out, 1);
     *out = NULL;
   }
   return res;
 }
 
 static void cu_queue_destroy(dev_queue_t *q) {
-  if (q && untrack(q->e, q, TRACK_QUEUE)) queue_free(q);
+  if (q && untrack(q->e, q, TRACK_QUEUE)) queue_free(q, 1);
 }
 
 static weft_result_t cu_copy(dev_queue_t *q, void *dst, const void *src, size_t bytes) {
@@ -573,7 +893,7 @@ static weft_result_t cu_stream_create(dev_engine_t *base, void **stream) {
 
 static weft_result_t cu_stream_sync(dev_engine_t *base, void *stream, int timeout_ms) {
   WEFT_CHECK(use_device((cuda_engine_t *)base));
-  return wait_stream((cudaStream_t)stream, timeout_ms, "synchronizing a stream");
+  return wait_stream((cudaStream_t)stream, timeout_ms, "synchronizing a stream", NULL);
 }
 
 static void cu_stream_destroy(dev_engine_t *base, void *stream) {
@@ -678,11 +998,11 @@ static void cu_close(dev_engine_t *base) {
       if (is_queue != (pass == 0)) continue;
       switch (t.what) {
         case TRACK_QUEUE:
-          queue_free(t.p);
+          queue_free(t.p, 0);
           break;
         case TRACK_STREAM:
           if (use_device(e) == WEFT_SUCCESS) {
-            (void)wait_stream(t.p, DESTROY_WAIT_MS, "closing the engine");
+            (void)wait_stream(t.p, DESTROY_WAIT_MS, "closing the engine", NULL);
             cudaStreamDestroy(t.p);
           }
           break;
@@ -708,8 +1028,10 @@ static const dev_ops_t cuda_ops = {
     .copy = cu_copy,
     .reduce = cu_reduce,
     .premul = cu_premul,
-    /* No launch: the CUDA kernel of the device-resident loop (kernels/devloop_steps.h under nvcc)
-     * is not built yet, so device calls take the host-driven path. */
+    /* No launch by default: the CUDA kernel of the device-resident loop
+     * (kernels/cuda/devloop_kernel.cu) has not run on hardware yet, so device calls take the
+     * host-driven path. WEFT_CUDA_DEVICE_LOOP=1 at open gives the engine cuda_loop_ops instead,
+     * these with launch = cu_launch. */
     .launch = NULL,
     .fence = cu_fence,
     .poll = cu_poll,
@@ -726,6 +1048,28 @@ static const dev_ops_t cuda_ops = {
     .rdma_export = cu_rdma_export,
     .close = cu_close,
 };
+
+/* cuda_ops with the device-resident loop: built once, by the first open that asks for it. */
+static dev_ops_t cuda_loop_ops;
+static pthread_once_t cuda_loop_once = PTHREAD_ONCE_INIT;
+
+static void cuda_loop_ops_init(void) {
+  cuda_loop_ops = cuda_ops;
+  cuda_loop_ops.launch = cu_launch;
+}
+
+/* WEFT_CUDA_DEVICE_LOOP, read with getenv at open like WEFT_EMULATED_DELAY_US: it picks the
+ * engine's code, not a communicator's setting. Unset, empty or 0: no launch; 1: launch. */
+static weft_result_t device_loop_wanted(int *on) {
+  const char *env = getenv("WEFT_CUDA_DEVICE_LOOP");
+  *on = 0;
+  if (!env || !*env || strcmp(env, "0") == 0) return WEFT_SUCCESS;
+  if (strcmp(env, "1") == 0) {
+    *on = 1;
+    return WEFT_SUCCESS;
+  }
+  return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "WEFT_CUDA_DEVICE_LOOP=%s: expected 0 or 1", env);
+}
 
 int cuda_current_device(void) {
   int count = 0, device = -1;
@@ -755,9 +1099,15 @@ weft_result_t cuda_engine_open(dev_engine_t **out) {
    * device to go idle, and a user stream held by a gate (below) keeps it busy until the very
    * call that launches the kernel finishes. */
   WEFT_CHECK(kern_cuda_load_all());
+  int loop = 0;
+  WEFT_CHECK(device_loop_wanted(&loop));
+  if (loop) {
+    WEFT_CHECK(kern_cuda_devloop_load()); /* loaded now for the same reason */
+    pthread_once(&cuda_loop_once, cuda_loop_ops_init);
+  }
   cuda_engine_t *e = calloc(1, sizeof *e);
   if (!e) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "cuda engine: allocating the engine");
-  e->base.ops = &cuda_ops;
+  e->base.ops = loop ? &cuda_loop_ops : &cuda_ops;
   e->base.device = device;
   pthread_mutex_init(&e->mu, NULL);
   *out = &e->base;

@@ -95,8 +95,10 @@ typedef struct dev_ops {
    * failed copy does), with a message naming the step, the link, its peer
    * (prog->links[link].peer) and the round, so that fence, poll and drain report it. Every wait of
    * the run is bounded by run->timeout_ns; with 0 and no abort flag a peer that never comes holds
-   * q forever. NULL where the engine cannot run programs (the CUDA engine until its kernel
-   * exists): callers then take the host-driven path. */
+   * q forever. NULL where the engine cannot run programs (the CUDA engine unless
+   * WEFT_CUDA_DEVICE_LOOP=1 at open: its kernel has not run on hardware yet): callers then take the
+   * host-driven path. The CUDA engine writes *status, and fails q, at the first poll or drain
+   * after the run has ended, and sees the abort flag at poll and drain (cuda_engine.c says how). */
   weft_result_t (*launch)(dev_queue_t *q, const dl_run_t *run, dl_status_t *status);
 
   /* ---- the user's streams ---- */

@@ -1,5 +1,5 @@
-/* devloop_kernel.cu -- the device-resident step loop (kernels/devloop_steps.h) compiled by nvcc: the
- * DL_* macros for the device, and the kernel that runs one program in one thread block.
+/* devloop_kernel.cu -- the device-resident step loop (kernels/devloop_steps.h) compiled by nvcc:
+ * the DL_* macros for the device, and the kernel that runs one program in one thread block.
  *
  * Who does what. devloop_steps.h calls its element macros (DL_COPY, DL_REDUCE, ...) from inside the
  * control flow, one slice at a time, between the counter checks and the counter stores. Here
@@ -17,10 +17,11 @@
  * element by element (reduce_kernels.cu's 16-byte body is not reused); thread 0 re-reads the steps
  * from device memory at every pass. Unverified on hardware: device/cuda_engine.c launches it only
  * with WEFT_CUDA_DEVICE_LOOP=1 (README). */
-#include <cuda/atomic>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <cuda/atomic>
 
 #include "common/error.h"
 #include "kernels/cuda/devloop_kernel.h"
@@ -204,8 +205,7 @@ __device__ void block_work(const DevEnv *env, int kind, void *dst, void *dst2, c
 
 /* Acquire: pairs with the peer's release store of the counter (devloop_steps.h says which). */
 __device__ __forceinline__ uint64_t ld_acquire_sys(uint64_t *p) {
-  return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(
-      cuda::memory_order_acquire);
+  return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(cuda::memory_order_acquire);
 }
 
 /* Relaxed, but still a strong (atomic) access at system scope, so that a value written by the

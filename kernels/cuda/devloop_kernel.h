@@ -1,5 +1,6 @@
-/* devloop_kernel.h -- internal: the device-resident loop (kernels/devloop_steps.h) as a CUDA kernel,
- * reached from plain C (device/cuda_engine.c's launch). No CUDA header is needed to include this.
+/* devloop_kernel.h -- internal: the device-resident loop (kernels/devloop_steps.h) as a CUDA
+ * kernel, reached from plain C (device/cuda_engine.c's launch). No CUDA header is needed to include
+ * this.
  *
  * The kernel runs one thread block (one channel): thread 0 walks the program (waits, counters,
  * timeout, abort), and every thread of the block does each slice's element work.
