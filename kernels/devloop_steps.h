@@ -1,7 +1,7 @@
 /* devloop_steps.h -- internal: the device-resident step loop, written once in C for every
- * compiler that runs it: the host compiler (devloop_host.c: the emulated engine and the tests) and,
- * later, nvcc (the CUDA kernel). Only what differs between them goes through macros that the
- * includer defines before including this file:
+ * compiler that runs it: the host compiler (devloop_host.c: the emulated engine and the tests) and
+ * nvcc (kernels/cuda/devloop_kernel.cu: the CUDA kernel). Only what differs between them goes
+ * through macros that the includer defines before including this file:
  *
  *   DL_LOAD_ACQUIRE(p)      load *p (uint64_t) with acquire semantics
  *   DL_LOAD_RELAXED(p)      load *p (uint64_t, or the int abort flag): atomic, no ordering
