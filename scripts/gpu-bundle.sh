@@ -7,8 +7,10 @@
 #
 # run.sh runs, in order: the CUDA self-test, the device engine contract on CUDA, the kernels
 # against the host reductions, the device transports and the multi-process device collectives
-# (WEFT_TEST_DEVICE=cuda: 1 to 4 ranks sharing the one GPU), kernel_bw, and weft-bench -G cuda
-# over every collective from 8 B to 1 GiB at 2 and 4 ranks. Each part's output goes to its own
+# (WEFT_TEST_DEVICE=cuda: 1 to 4 ranks sharing the one GPU), kernel_bw, the device-resident
+# loop's kernel (WEFT_CUDA_DEVICE_LOOP=1: contract, links, matrix, all_reduce bench), and
+# weft-bench -G cuda over every collective from 8 B to 1 GiB at 2 and 4 ranks (the host-driven
+# path, for comparison in the same run). Each part's output goes to its own
 # file; a summary line per part says PASS or FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ bins=(
   //tests/kernels_cuda:reduce_kernels_test
   //tests/transport:cuda_ipc_test
   //tests/transport:staged_test
+  //tests/transport:devlink_test
   //tests/device_mp:device_mp_test
 )
 bazel build -c opt "${bins[@]}"
@@ -62,6 +65,18 @@ part cuda_ipc ./cuda_ipc_test
 part staged ./staged_test
 part device_collectives ./device_mp_test
 part kernel_bw ./kernel_bw -b 1M -e 1G -f 4 -d float -o sum
+# The device-resident loop's CUDA kernel, off unless WEFT_CUDA_DEVICE_LOOP=1 (never run before):
+# the engine contract's launch cases, device links between processes, the device matrix and the
+# knob and abort tests with device programs, then all_reduce with programs next to the
+# host-driven path in the same run.
+part loop_contract env WEFT_CUDA_DEVICE_LOOP=1 ./cuda_engine_test --gtest_filter='*Launch*'
+part loop_devlink env WEFT_CUDA_DEVICE_LOOP=1 ./devlink_test
+part loop_device_collectives env WEFT_CUDA_DEVICE_LOOP=1 ./device_mp_test \
+  --gtest_filter='*Matrix.OverCudaIpc*:DeviceResident.*:DeviceFused.KilledPeer*'
+for n in 2 4; do
+  part "loop_bench_all_reduce_${n}ranks" env WEFT_CUDA_DEVICE_LOOP=1 ./weft-run -n "$n" \
+    ./weft-bench -G cuda -C all_reduce -b 8 -e 1G -f 4 -n 10 -w 3
+done
 for n in 2 4; do
   for c in all_reduce broadcast reduce all_gather reduce_scatter sendrecv; do
     part "bench_${c}_${n}ranks" ./weft-run -n "$n" ./weft-bench -G cuda -C "$c" -b 8 -e 1G -f 4 \
