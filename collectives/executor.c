@@ -857,6 +857,12 @@ static weft_result_t run_loop(run_t *r) {
   return WEFT_SUCCESS;
 }
 
+weft_result_t exec_device_queue(exec_ctx_t *ctx, dev_queue_t **out) {
+  if (!ctx->queue) WEFT_CHECK(ctx->dev->ops->queue_create(ctx->dev, &ctx->queue));
+  *out = ctx->queue;
+  return WEFT_SUCCESS;
+}
+
 weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
                        const void *sendbuf, void *recvbuf, int device) {
   run_t r = {0};
@@ -864,7 +870,10 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.device = device;
   if (device && !ctx->dev)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "device buffers without a device engine");
-  if (device && !ctx->queue) WEFT_CHECK(ctx->dev->ops->queue_create(ctx->dev, &ctx->queue));
+  if (device) {
+    dev_queue_t *queue;
+    WEFT_CHECK(exec_device_queue(ctx, &queue));
+  }
   r.s = s;
   r.desc = desc;
   r.bufs[SCHED_SENDBUF] = (char *)sendbuf;

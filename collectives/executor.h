@@ -76,6 +76,11 @@ typedef struct {
 weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *desc,
                        const void *sendbuf, void *recvbuf, int device);
 
+/* ctx->queue, created on first use: the device queue the executor's work runs on, and the one
+ * the communicator enqueues its own device work on (copies, scaling, device programs) so that it
+ * stays in order with the executor's. */
+weft_result_t exec_device_queue(exec_ctx_t *ctx, dev_queue_t **out);
+
 void exec_ctx_release(exec_ctx_t *ctx);
 
 #ifdef __cplusplus

@@ -172,10 +172,10 @@ static weft_result_t run_alone(weft_comm_t *c, const weft_call_t *k, const call_
     memmove(to, from, bytes);
     return WEFT_SUCCESS;
   }
-  exec_ctx_t *x = &c->exec;
-  if (!x->queue) WEFT_CHECK(x->dev->ops->queue_create(x->dev, &x->queue));
-  WEFT_CHECK(x->dev->ops->copy(x->queue, to, from, bytes));
-  return x->dev->ops->drain(x->queue, c->config.timeout_ms);
+  dev_queue_t *q;
+  WEFT_CHECK(exec_device_queue(&c->exec, &q));
+  WEFT_CHECK(c->dev->ops->copy(q, to, from, bytes));
+  return c->dev->ops->drain(q, c->config.timeout_ms);
 }
 
 /* The buffers this rank passes for the call, by role, for the memory-kind check. */

@@ -42,13 +42,6 @@ static weft_result_t premul_buffer(weft_comm_t *c, size_t bytes, int device, voi
   return WEFT_SUCCESS;
 }
 
-static weft_result_t exec_queue(weft_comm_t *c, dev_queue_t **out) {
-  exec_ctx_t *x = &c->exec;
-  if (!x->queue) WEFT_CHECK(x->dev->ops->queue_create(x->dev, &x->queue));
-  *out = x->queue;
-  return WEFT_SUCCESS;
-}
-
 /* The factor's value: copied from the caller's host memory, or read from device memory now,
  * when the call runs (after the stream's earlier work, which may have produced it). */
 static weft_result_t read_factor(weft_comm_t *c, const weft_call_t *k, size_t esize,
@@ -63,7 +56,7 @@ static weft_result_t read_factor(weft_comm_t *c, const weft_call_t *k, size_t es
                     "device engine (WEFT_DEVICE=%s): pass the factor in host memory",
                     c->rank, c->config.device);
   dev_queue_t *q;
-  WEFT_CHECK(exec_queue(c, &q));
+  WEFT_CHECK(exec_device_queue(&c->exec, &q));
   WEFT_CHECK_CTX(c->dev->ops->copy(q, factor, k->scalar, esize),
                  "rank %d: premul_sum: reading the factor from device memory at %p", c->rank,
                  k->scalar);
@@ -83,7 +76,7 @@ weft_result_t comm_run_premul(weft_comm_t *c, const weft_call_t *k, size_t send_
     WEFT_CHECK(premul_buffer(c, send_count * esize, device, &buf));
     if (device) {
       dev_queue_t *q;
-      WEFT_CHECK(exec_queue(c, &q));
+      WEFT_CHECK(exec_device_queue(&c->exec, &q));
       WEFT_CHECK(c->dev->ops->premul(q, buf, k->sendbuf, send_count, k->dtype, factor));
       /* The executor's transports read the buffer from queues of their own. */
       WEFT_CHECK(c->dev->ops->drain(q, c->config.timeout_ms));

@@ -154,10 +154,10 @@ weft_result_t comm_run_resident(weft_comm_t *c, const schedule_t *s, const coll_
                   .timeout_ns = (uint64_t)c->config.timeout_ms * 1000000u};
   if (res == WEFT_SUCCESS && prog.buf_count[DP_SCRATCH] > 0)
     res = resident_scratch(c, prog.buf_count[DP_SCRATCH] * esize, &run.bufs[DP_SCRATCH]);
-  exec_ctx_t *x = &c->exec;
-  if (res == WEFT_SUCCESS && !x->queue) res = x->dev->ops->queue_create(x->dev, &x->queue);
+  dev_queue_t *q = NULL;
+  if (res == WEFT_SUCCESS) res = exec_device_queue(&c->exec, &q);
   dl_status_t status = {-1, -1, -1, 0, 0};
-  if (res == WEFT_SUCCESS) res = x->dev->ops->launch(x->queue, &run, &status);
+  if (res == WEFT_SUCCESS) res = c->dev->ops->launch(q, &run, &status);
   int dead = -1;
   if (res == WEFT_SUCCESS) res = watch(c, &prog, conns, &stop, &status, &dead);
   if (res != WEFT_SUCCESS && dead >= 0)

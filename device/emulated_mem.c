@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "kernels/devprog.h"
 #include "device/emulated.h"
 
 #define IPC_MAGIC 0x57464950u /* "WFIP" */
@@ -100,28 +101,7 @@ static void entry_free(const entry_t *en) {
   }
 }
 
-size_t emu_dtype_size(weft_dtype_t dtype) {
-  switch (dtype) {
-    case WEFT_INT8:
-    case WEFT_UINT8:
-    case WEFT_FLOAT8_E4M3:
-    case WEFT_FLOAT8_E5M2:
-      return 1;
-    case WEFT_FLOAT16:
-    case WEFT_BFLOAT16:
-      return 2;
-    case WEFT_INT32:
-    case WEFT_UINT32:
-    case WEFT_FLOAT32:
-      return 4;
-    case WEFT_INT64:
-    case WEFT_UINT64:
-    case WEFT_FLOAT64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+size_t emu_dtype_size(weft_dtype_t dtype) { return (size_t)dp_dtype_size(dtype); }
 
 weft_result_t emu_mem_check(const void *p, size_t bytes, int allow_pageable, const char *what) {
   const char *c = p;

@@ -78,29 +78,6 @@ typedef struct {
   int turn[DP_MAX_LINKS];
 } dl_loop_t;
 
-DL_FN uint64_t dl_dtype_size(int dtype) {
-  switch (dtype) {
-    case WEFT_INT8:
-    case WEFT_UINT8:
-    case WEFT_FLOAT8_E4M3:
-    case WEFT_FLOAT8_E5M2:
-      return 1;
-    case WEFT_FLOAT16:
-    case WEFT_BFLOAT16:
-      return 2;
-    case WEFT_INT32:
-    case WEFT_UINT32:
-    case WEFT_FLOAT32:
-      return 4;
-    case WEFT_INT64:
-    case WEFT_UINT64:
-    case WEFT_FLOAT64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 /* The links a step uses, -1 for none (a kind that does not receive may leave recv_link unset). */
 DL_FN int dl_recv_link(const dp_step_t *st) {
   return dp_kind_receives(st->kind) ? st->recv_link : -1;
@@ -135,7 +112,7 @@ DL_FN dl_status_t dl_validate(const dl_run_t *run) {
   if (!p || p->nsteps < 0 || p->nlinks < 0 || p->nlinks > DP_MAX_LINKS ||
       (p->nsteps > 0 && !p->steps) || (p->nlinks > 0 && !run->links) || p->slice_elems == 0)
     return dl_status(DL_BAD_PROGRAM, -1, -1, 0, 0);
-  uint64_t esize = dl_dtype_size(p->dtype);
+  uint64_t esize = dp_dtype_size(p->dtype);
   if (esize == 0 || (unsigned)p->op >= WEFT_NUM_OPS || (p->op == WEFT_AVG && p->nranks < 1))
     return dl_status(DL_BAD_PROGRAM, -1, -1, 0, 0);
   /* Every message is at most one slot: slice_elems elements must fit (no overflow either). */
@@ -189,7 +166,7 @@ DL_FN int dl_next_on_link(const dp_program_t *p, int l, int from, uint64_t r) {
 DL_FN void dl_move(const dl_run_t *run, void *env, const dp_step_t *st, uint64_t r, char *in,
                    char *out) {
   const dp_program_t *p = run->prog;
-  uint64_t esize = dl_dtype_size(p->dtype);
+  uint64_t esize = dp_dtype_size(p->dtype);
   uint64_t first = r * p->slice_elems, n = st->count - first;
   if (n > p->slice_elems) n = p->slice_elems;
   /* Kinds that do not use buf or src_buf may leave them unbound (validation checked the rest). */

@@ -110,6 +110,31 @@ void dp_free(dp_program_t *p);
 
 /* "send", "recv-reduce-copy-send", ...: a kind's name in messages. */
 const char *dp_kind_name(dp_kind_t k);
+/* A dtype's size in bytes, 0 for an unknown one: weft_dtype_size's answer, written here for the
+ * layers below the collectives (the device loop on host and device, the emulated engine). */
+DP_FN uint64_t dp_dtype_size(int dtype) {
+  switch (dtype) {
+    case WEFT_INT8:
+    case WEFT_UINT8:
+    case WEFT_FLOAT8_E4M3:
+    case WEFT_FLOAT8_E5M2:
+      return 1;
+    case WEFT_FLOAT16:
+    case WEFT_BFLOAT16:
+      return 2;
+    case WEFT_INT32:
+    case WEFT_UINT32:
+    case WEFT_FLOAT32:
+      return 4;
+    case WEFT_INT64:
+    case WEFT_UINT64:
+    case WEFT_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 /* Slices of a step: ceil(count / slice_elems). */
 DP_FN uint64_t dp_step_slices(const dp_program_t *p, const dp_step_t *st) {
   return (st->count + p->slice_elems - 1) / p->slice_elems;

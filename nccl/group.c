@@ -15,9 +15,9 @@
 typedef struct {
   struct ncclComm *comm;
   cudaStream_t stream;
-  weft_call_t call;   /* a collective; call.coll is WEFT_COLL_P2P_GROUP for the p2p batch */
+  weft_call_t call;        /* a collective; call.coll is WEFT_COLL_P2P_GROUP for the p2p batch */
   unsigned char factor[8]; /* a PreMulSum's host factor, which call.scalar points at once issued */
-  weft_p2p_op_t *ops; /* the p2p batch's sends and receives */
+  weft_p2p_op_t *ops;      /* the p2p batch's sends and receives */
   int nops, capops;
 } pending_t;
 
@@ -103,6 +103,16 @@ static void clear_queue(void) {
   group_error = ncclSuccess;
 }
 
+/* Points a queued call at what the queue holds for it (a p2p batch's ops, a PreMulSum's host
+ * factor): done only once the group is issued, since the queue moves while it grows. */
+static void point_at_copies(pending_t *p) {
+  if (p->call.coll == WEFT_COLL_P2P_GROUP) {
+    p->call.ops = p->ops;
+    p->call.nops = p->nops;
+  }
+  if (p->call.op == WEFT_PREMUL_SUM && !p->call.scalar_on_device) p->call.scalar = p->factor;
+}
+
 NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   if (depth == 0)
     return nccl_fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
@@ -124,11 +134,7 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   }
   for (int i = 0; i < nqueue; i++) {
     pending_t *p = &queue[i];
-    if (p->call.coll == WEFT_COLL_P2P_GROUP) {
-      p->call.ops = p->ops;
-      p->call.nops = p->nops;
-    }
-    if (p->call.op == WEFT_PREMUL_SUM && !p->call.scalar_on_device) p->call.scalar = p->factor;
+    point_at_copies(p);
     weft_result_t r = p->stream ? weft_call(&p->call, p->comm->w, p->stream)
                                 : weft_call_async(&p->call, p->comm->w, &reqs[i]);
     if (r != WEFT_SUCCESS && res == ncclSuccess) res = nccl_from_weft(r);
@@ -154,11 +160,7 @@ NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t *simInfo) {
   double seconds = 0;
   for (int i = 0; i < nqueue && res == ncclSuccess; i++) {
     pending_t *p = &queue[i];
-    if (p->call.coll == WEFT_COLL_P2P_GROUP) {
-      p->call.ops = p->ops;
-      p->call.nops = p->nops;
-    }
-    if (p->call.op == WEFT_PREMUL_SUM && !p->call.scalar_on_device) p->call.scalar = p->factor;
+    point_at_copies(p);
     weft_algo_t algo;
     double t = 0;
     res = nccl_from_weft(weft_call_estimate(&p->call, p->comm->w, &algo, &t));
