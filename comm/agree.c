@@ -11,7 +11,8 @@
  *   WEFT_NSOCKS             the TCP handshake refuses a peer with another number of lanes
  *   WEFT_ALGO,              which schedule a call runs: two ranks on different algorithms wait
  *   WEFT_HIERARCHY,         for messages the other never sends
- *   WEFT_TUNE_FILE          (its model; without one, every rank measures and averages the same)
+ *   WEFT_TUNE_FILE          (what it gives: the model, or the constants it replaces; without
+ *                           one, every rank uses the committed constants alike)
  *   WORLD_SIZE, job id      the store checks them in its hello already; repeated for the record
  * May differ: timeouts, WEFT_DEBUG, WEFT_SPIN_US, WEFT_TRACE*, WEFT_SOCKET_BUFFER, interfaces,
  * WEFT_SLICES_IN_FLIGHT (how far ahead a rank posts; the wire is an ordered stream either way),
@@ -37,7 +38,7 @@ typedef struct {
   uint64_t slice_bytes, device_slice_bytes;
   int32_t shm_slots, device_slots, nsocks, hierarchy, device_resident;
   char algo[256];
-  char tune[112]; /* "none (measured at init)" or the model WEFT_TUNE_FILE gave */
+  char tune[112]; /* "none (...)", the model WEFT_TUNE_FILE gave, or a hash of what it gave */
 } settings_t;
 
 _Static_assert(sizeof(settings_t) <= sizeof(((boot_record_t *)0)->settings),
@@ -86,11 +87,23 @@ void agree_fill(const weft_comm_t *c, uint64_t job_id, boot_record_t *mine) {
   s.hierarchy = c->config.hierarchy;
   snprintf(s.algo, sizeof s.algo, "%s", c->config.algo);
   /* The model, not the file's path: the same file may sit at different paths on two hosts. */
-  if (c->config.tune_file[0])
+  int replaced = memcmp(&c->costs, cost_constants(), sizeof c->costs) != 0;
+  if (replaced) {
+    /* Constants and model do not fit as text: their bits, hashed (FNV-1a). */
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)&c->costs;
+    for (size_t i = 0; i < sizeof c->costs; i++) h = (h ^ p[i]) * 1099511628211ull;
+    const double model[3] = {c->model.alpha, c->model.beta, c->model.gamma};
+    p = (const unsigned char *)model;
+    for (size_t i = 0; c->model_tuned && i < sizeof model; i++) h = (h ^ p[i]) * 1099511628211ull;
+    snprintf(s.tune, sizeof s.tune, "constants%s replaced, hash 0x%016llx",
+             c->model_tuned ? " and model" : "", (unsigned long long)h);
+  } else if (c->model_tuned) {
     snprintf(s.tune, sizeof s.tune, "alpha %.17g s, beta %.17g s/B, gamma %.17g s/B",
              c->model.alpha, c->model.beta, c->model.gamma);
-  else
-    snprintf(s.tune, sizeof s.tune, "none (measured at init)");
+  } else {
+    snprintf(s.tune, sizeof s.tune, "none (the committed constants)");
+  }
   memset(mine->settings, 0, sizeof mine->settings);
   memcpy(mine->settings, &s, sizeof s);
 }

@@ -230,9 +230,16 @@ static uint64_t *seq_counter(weft_comm_t *c, const weft_call_t *k) {
   return &c->seq;
 }
 
+/* The cost model that prices a call: device buffers travel over other transports (cuda_ipc,
+ * staged, GPUDirect) than host ones. */
+static const cost_model_t *model_for(const weft_comm_t *c, int device) {
+  return device ? &c->dev_model : &c->model;
+}
+
 /* The algorithm a checked call runs and the size the cost model prices (*bytes, if asked). */
 static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
-                            size_t esize, const algo_entry_t **algo, double *bytes_out) {
+                            size_t esize, int device, const algo_entry_t **algo,
+                            double *bytes_out) {
   double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh->recv_count : sh->send_count) *
                  (double)esize;
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
@@ -243,7 +250,8 @@ static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const ca
     bytes = (double)k->count * (double)c->nranks * (double)esize;
   if (bytes_out) *bytes_out = bytes;
   algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
-  return algo_choose(k->coll, k->algo, &c->algo_policy, &c->model, c->nranks, bytes, &topo, algo);
+  return algo_choose(k->coll, k->algo, &c->algo_policy, model_for(c, device), c->nranks, bytes,
+                     &topo, algo);
 }
 
 weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,
@@ -277,7 +285,10 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
       size_t esize = call->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(call->dtype);
       const algo_entry_t *entry;
       double bytes = 0;
-      res = choose(comm, call, &sh, esize, &entry, &bytes);
+      int device = 0;
+      res = comm_buffers_kind(comm, call, &device);
+      m = model_for(comm, device);
+      if (res == WEFT_SUCCESS) res = choose(comm, call, &sh, esize, device, &entry, &bytes);
       if (res == WEFT_SUCCESS) {
         *algo = entry->algo;
         *seconds = entry->cost(m, comm->nranks, bytes);
@@ -307,7 +318,7 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
     return run_alone(c, k, &sh, esize, device);
   }
   const algo_entry_t *algo;
-  weft_result_t res = choose(c, k, &sh, esize, &algo, NULL);
+  weft_result_t res = choose(c, k, &sh, esize, device, &algo, NULL);
   if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
   /* Device calls slice as their connections' slots do (config_for_device). */
   const weft_config_t *cfg = device ? &c->dev_config : &c->config;

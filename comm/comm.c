@@ -51,6 +51,9 @@ weft_result_t comm_alloc_child(const weft_comm_t *parent, const char *id_text, i
   c->config = parent->config;
   c->algo_policy = parent->algo_policy;
   c->model = parent->model;
+  c->dev_model = parent->dev_model;
+  c->costs = parent->costs;
+  c->model_tuned = parent->model_tuned;
   c->advertise = parent->advertise;
   c->comm_id = boot_job_hash(id_text);
   return WEFT_SUCCESS;
@@ -378,7 +381,7 @@ static void describe_via(const weft_comm_t *c, char *buf, size_t cap) {
   if (used + 16 >= cap) snprintf(buf + used, cap - used, " ...");
 }
 
-weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure) {
+weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
   for (int k = 0; k < BOOT_NTRANSPORTS; k++) {
     if (!c->transports[k]) continue;
     size_t size = c->transports[k]->ops->addr_size;
@@ -392,6 +395,7 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   if (c->local_rank < 0 || c->local_size < 0) derive_locality(c, all);
   WEFT_CHECK(map_nodes(c, all));
   WEFT_CHECK(choose_transports(c, all));
+  cost_model_connect(c, all);
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
                          .dev_config = &c->dev_config,
                          .get_conn = comm_get_conn, .owner = c, .dev = c->dev,
@@ -408,7 +412,6 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
   /* Every rank published its address after it started listening, so all peers listen now. */
   for (int k = 0; k < BOOT_NTRANSPORTS; k++)
     if (c->transports[k]) c->transports[k]->peers_listening = 1;
-  if (measure) WEFT_CHECK(cost_model_measure(c));
   if (c->config.debug >= 1) {
     char where[NET_ADDR_STRLEN] = "(off)", via[512], rdma[256] = "";
     if (c->transports[COMM_TCP])
@@ -425,11 +428,14 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all, int measure
             "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
             "per peer), shm rings of %d slots, slices of %zu bytes (device buffers: %d slots of "
             "%zu), %d in flight, timeout %d ms; "
-            "cost model alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B\n",
+            "cost model%s alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B (device buffers: "
+            "%.2f us, %.3f ns/B, %.3f ns/B)\n",
             c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
             c->config.shm_slots, c->config.slice_bytes, c->dev_config.shm_slots,
             c->dev_config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
-            c->model.alpha * 1e6, c->model.beta * 1e9, c->model.gamma * 1e9);
+            c->model_tuned ? " (WEFT_TUNE_FILE)" : "", c->model.alpha * 1e6, c->model.beta * 1e9,
+            c->model.gamma * 1e9, c->dev_model.alpha * 1e6, c->dev_model.beta * 1e9,
+            c->dev_model.gamma * 1e9);
   }
   return WEFT_SUCCESS;
 }
@@ -451,7 +457,7 @@ static weft_result_t comm_setup(weft_comm_t *c, const char *host, int port, uint
   WEFT_CHECK_GOTO(boot_exchange(boot, &mine, all), res, done);
   /* Before any connection: settings that differ would otherwise surface as a crash or a stall. */
   WEFT_CHECK_GOTO(agree_check(c, all), res, done);
-  res = comm_connect(c, all, 1);
+  res = comm_connect(c, all);
 done:
   free(all);
   boot_close(boot);

@@ -7,6 +7,7 @@
 #include "bootstrap/rendezvous.h"
 #include "collectives/algo_select.h"
 #include "collectives/algorithms.h"
+#include "collectives/cost_constants.h"
 #include "collectives/executor.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -56,7 +57,13 @@ struct weft_comm {
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
   algo_policy_t algo_policy;     /* what WEFT_ALGO forces */
-  cost_model_t model;            /* alpha, beta, gamma: the same on every rank */
+  /* The automatic choice's models, the same on every rank: model for host buffers, dev_model for
+   * device buffers, both from costs and the transport mix (cost_model.c) unless model_tuned
+   * (WEFT_TUNE_FILE gave the host model whole). costs: the committed constants with the tune
+   * file's single-constant overrides. */
+  cost_model_t model, dev_model;
+  cost_table_t costs;
+  int model_tuned;
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
   net_addr_t advertise;     /* where this rank's transports listen (port 0): splits reuse it */
@@ -128,8 +135,8 @@ weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
 /* Everything after the exchange: all[r] is rank r's record. Records the addresses, derives local
  * rank and size unless known, picks each peer's transport (shm on this host; elsewhere ib where
  * both ends have a verbs port of one link layer, else tcp; unless WEFT_TRANSPORT says otherwise),
- * connects the ring, and measures the cost model if `measure`. */
-weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int measure);
+ * connects the ring, and sets the cost models from the transport mix (cost_model_connect). */
+weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all);
 
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`
  * failing the operations not yet started with WEFT_ERR_ABORTED. */
@@ -142,10 +149,26 @@ weft_result_t comm_get_conn(void *comm, int peer, int device, conn_t **out);
  * that peers blocked on this rank fail promptly instead of waiting for their timeout. */
 weft_result_t comm_fail(weft_comm_t *comm, weft_result_t res);
 
-/* The cost model (cost_model.c): defaults or WEFT_TUNE_FILE at init; then, once the ring is
- * connected, a short measurement that every rank agrees on. */
+/* The cost model (cost_model.c). cost_model_init: the committed constants (cost_constants.c)
+ * and WEFT_TUNE_FILE, before the exchange. cost_model_connect: once every rank's record is known,
+ * the models as a pure function of the constants and the transport each pair of ranks uses,
+ * computed from the records alone, so every rank gets the same bits; nothing is measured. */
 weft_result_t cost_model_init(weft_comm_t *comm);
-weft_result_t cost_model_measure(weft_comm_t *comm);
+void cost_model_connect(weft_comm_t *comm, const boot_record_t *all);
+
+/* What WEFT_TUNE_FILE gave (tune_file.c): a whole host model ("alpha", "beta" and "gamma" lines,
+ * as weft-bench --tune writes them: has_model), and single constants of the table
+ * ("<transport>.<intra|inter>.<alpha|beta|gamma> <value>", e.g. "shm.intra.beta 2.5e-10"),
+ * written over `table`, which the caller fills with the committed constants first. */
+typedef struct {
+  int has_model;
+  cost_model_t model;
+  cost_table_t table;
+  int overrides; /* how many single constants the file set */
+} cost_tune_t;
+weft_result_t cost_tune_load(const char *path, cost_tune_t *tune);
+/* The whole-model form alone (weft-bench's own check of what it wrote): alpha, beta and gamma
+ * into *m; a file without them is an error. */
 weft_result_t cost_model_load(const char *path, cost_model_t *m);
 
 /* Runs one operation now, on the calling thread (collectives_api.c). Device buffers are detected

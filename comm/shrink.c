@@ -223,7 +223,7 @@ static weft_result_t build(shrink_ctx_t *x, uint64_t serial, weft_comm_t **out) 
     goto done;
   }
   WEFT_CHECK_GOTO(survivor_records(x, &rec, recs), res, done);
-  WEFT_CHECK_GOTO(comm_connect(child, recs, 0), res, done);
+  WEFT_CHECK_GOTO(comm_connect(child, recs), res, done);
   WEFT_CHECK_GOTO(trace_open(&child->exec.trace, &child->config, child->rank, child->nranks), res,
                   done);
   *out = child;

@@ -186,7 +186,7 @@ static weft_result_t split(const char *op, weft_comm_t *comm, int color, int key
    * timeout, a minute by default, that init allows). */
   for (int k = 0; k < BOOT_NTRANSPORTS; k++)
     if (child->transports[k]) child->transports[k]->peers_listening = 1;
-  res = comm_connect(child, recs, 0);
+  res = comm_connect(child, recs);
   if (res != WEFT_SUCCESS) {
     /* The new communicator's errors name its own ranks; say which ranks those are here. */
     name_members(res, members, child->nranks);
