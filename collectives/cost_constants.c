@@ -20,17 +20,21 @@
  *   tcp across hosts     datasheet-like, not measured: 25 GbE (2.9 GB/s achieved by one stream),
  *                        25 us per message (two kernel stacks and a switch).
  * shm and cuda_ipc exist on one host only: their inter-host rows are what auto uses there instead
- * (tcp, and staged over tcp). Host reductions (tcp, shm, rdma) use the gamma measured here. */
+ * (tcp, and staged over tcp). rdma and tcp across hosts take tcp's measured gamma (a network
+ * link, a host reduction), cuda_ipc and staged the device's. */
 #include "collectives/cost_constants.h"
 
 #include <string.h>
 
-/* Measured (see above): one-host tcp and shm, and the host reduction loop. */
-#define TCP_ALPHA 30e-6
-#define TCP_BETA (1.0 / 1.5e9)
-#define SHM_ALPHA 10e-6
-#define SHM_BETA (1.0 / 4e9)
-#define HOST_GAMMA (1.0 / 4e9)
+/* Measured (see above): one-host tcp and shm. gamma is what reducing adds to a ring step as
+ * --tune fits it: over shm the fused receive-reduce hides most of the reduction behind the copy,
+ * over tcp little of it. */
+#define TCP_ALPHA 3.849e-6
+#define TCP_BETA 2.524e-10
+#define TCP_GAMMA 3.626e-10
+#define SHM_ALPHA 0.8712e-6
+#define SHM_BETA 1.557e-10
+#define SHM_GAMMA 1.478e-11
 /* From results/2026-11-25-first-gpu-run (see above). */
 #define IPC_ALPHA (419e-6 / 2)
 #define IPC_BETA (1.0 / 46.0e9)
@@ -43,13 +47,13 @@
 #define NET_BETA (1.0 / 2.9e9)
 
 static const cost_table_t committed = {{
-    [COST_TCP] = {{TCP_ALPHA, TCP_BETA, HOST_GAMMA}, {NET_ALPHA, NET_BETA, HOST_GAMMA}},
-    [COST_SHM] = {{SHM_ALPHA, SHM_BETA, HOST_GAMMA}, {NET_ALPHA, NET_BETA, HOST_GAMMA}},
+    [COST_TCP] = {{TCP_ALPHA, TCP_BETA, TCP_GAMMA}, {NET_ALPHA, NET_BETA, TCP_GAMMA}},
+    [COST_SHM] = {{SHM_ALPHA, SHM_BETA, SHM_GAMMA}, {NET_ALPHA, NET_BETA, TCP_GAMMA}},
     [COST_CUDA_IPC] = {{IPC_ALPHA, IPC_BETA, DEV_GAMMA},
                        {IPC_ALPHA + NET_ALPHA, NET_BETA + 2 * PCIE_BETA, DEV_GAMMA}},
     [COST_STAGED] = {{IPC_ALPHA + SHM_ALPHA, SHM_BETA + 2 * PCIE_BETA, DEV_GAMMA},
                      {IPC_ALPHA + NET_ALPHA, NET_BETA + 2 * PCIE_BETA, DEV_GAMMA}},
-    [COST_RDMA] = {{RDMA_ALPHA, RDMA_BETA, HOST_GAMMA}, {RDMA_ALPHA, RDMA_BETA, HOST_GAMMA}},
+    [COST_RDMA] = {{RDMA_ALPHA, RDMA_BETA, TCP_GAMMA}, {RDMA_ALPHA, RDMA_BETA, TCP_GAMMA}},
 }};
 
 static const char *const names[COST_NUM_TRANSPORTS] = COST_TRANSPORT_NAMES;

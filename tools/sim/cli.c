@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collectives/algorithms.h"
+#include "collectives/cost_constants.h"
 
 /* What an option's value is and where it goes (offset into simcli_t). */
 typedef enum {
@@ -20,6 +21,7 @@ typedef enum {
   K_SECONDS,
   K_NO_HEADER,
   K_TRACE,
+  K_TRANSPORT,
   K_HELP
 } kind_t;
 
@@ -52,6 +54,7 @@ static const opt_t options[] = {
     {0, "beta-mem", K_SECONDS, AT(model.beta_mem), 0, 0},
     {0, "slice", K_SIZE, AT(model.slice_bytes), 1, 0},
     {0, "window", K_INT, AT(model.window), 1, 64}, /* 64: executor.c's MAX_WINDOW */
+    {0, "transport", K_TRANSPORT, 0, 0, 0},
     {0, "no-header", K_NO_HEADER, 0, 0, 0},
     {0, "trace", K_TRACE, 0, 0, 0},
     {'h', "help", K_HELP, 0, 0, 0},
@@ -163,6 +166,10 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
     case K_TRACE:
       o->trace = 1;
       break;
+    case K_TRANSPORT: /* simcli_parse applies it */
+      if (cost_transport_from_name(v) != COST_NUM_TRANSPORTS) break;
+      snprintf(err, errlen, "%s: unknown transport '%s' (tcp shm cuda_ipc staged rdma)", flag, v);
+      return SIMCLI_ERROR;
     case K_HELP:
       return SIMCLI_HELP;
   }
@@ -213,8 +220,23 @@ static int check(simcli_t *o, char *err, size_t errlen) {
   return SIMCLI_OK;
 }
 
+/* --transport: the library's committed constants of that transport (collectives/cost_constants.c)
+ * for every parameter not given by its own flag, whatever the order: one host's row, and the
+ * row across hosts for the links between nodes. */
+static void apply_transport(sim_model_t *m, cost_transport_t t, const int given[5]) {
+  const cost_link_t *in = &cost_constants()->link[t][COST_INTRA];
+  const cost_link_t *out = &cost_constants()->link[t][COST_INTER];
+  if (!given[0]) m->alpha = in->alpha;
+  if (!given[1]) m->beta = in->beta;
+  if (!given[2]) m->gamma = in->gamma;
+  if (!given[3]) m->inter_alpha = out->alpha;
+  if (!given[4]) m->inter_beta = out->beta;
+}
+
 int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size_t errlen) {
   int inter_alpha = 0, inter_beta = 0;
+  int given[5] = {0, 0, 0, 0, 0}; /* alpha, beta, gamma, inter-alpha, inter-beta */
+  cost_transport_t transport = COST_NUM_TRANSPORTS;
   memset(o, 0, sizeof *o);
   o->coll = WEFT_COLL_ALL_REDUCE;
   o->algo = SIMCLI_ALL_ALGOS;
@@ -236,12 +258,23 @@ int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size
     }
     int rc = set(o, opt, arg, value, err, errlen);
     if (rc != SIMCLI_OK) return rc;
+    if (opt->kind == K_TRANSPORT) transport = cost_transport_from_name(value);
+    if (opt->kind != K_SECONDS) continue;
     inter_alpha |= opt->at == AT(model.inter_alpha);
     inter_beta |= opt->at == AT(model.inter_beta);
+    given[0] |= opt->at == AT(model.alpha);
+    given[1] |= opt->at == AT(model.beta);
+    given[2] |= opt->at == AT(model.gamma);
   }
-  /* Without inter-node values every link is alike, whatever --ranks-per-node says. */
-  if (!inter_alpha) o->model.inter_alpha = o->model.alpha;
-  if (!inter_beta) o->model.inter_beta = o->model.beta;
+  given[3] = inter_alpha;
+  given[4] = inter_beta;
+  if (transport != COST_NUM_TRANSPORTS) {
+    apply_transport(&o->model, transport, given);
+  } else {
+    /* Without inter-node values every link is alike, whatever --ranks-per-node says. */
+    if (!inter_alpha) o->model.inter_alpha = o->model.alpha;
+    if (!inter_beta) o->model.inter_beta = o->model.beta;
+  }
   return check(o, err, errlen);
 }
 
@@ -258,11 +291,13 @@ void simcli_usage(FILE *out) {
       "                [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-d dtype]\n"
       "                [-r root] [--alpha s] [--beta s/B] [--gamma s/B] [--inter-alpha s]\n"
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
-      "                [--no-header] [--trace]\n"
+      "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
-      "window 4. send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
+      "window 4. --transport: the library's committed constants of that transport (on one\n"
+      "host; across hosts for links between nodes), the flags above override them.\n"
+      "send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
       "message: from, to, bytes, start and end (us).\n",
       out);
 }
