@@ -197,4 +197,35 @@ TEST(CostChoiceTest, TuneFileModelReplacesTheConstants) {
   for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(Head(got[i]), want) << "grid " << i;
 }
 
+// A constant replaced on one rank only would make that rank choose alone: init fails on every
+// rank, naming the setting.
+TEST(CostChoiceTest, ConstantReplacedOnOneRankOnlyFailsInit) {
+  std::string tune = WriteFile("tune_one_rank.txt", "shm.intra.alpha 1e-3\n");
+  auto results = mp_run(
+      2,
+      [&](int rank, int nranks, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "shm", 1);
+        setenv("WEFT_TIMEOUT_MS", "30000", 1);
+        if (rank == 0)
+          setenv("WEFT_TUNE_FILE", tune.c_str(), 1);
+        else
+          unsetenv("WEFT_TUNE_FILE");
+        weft_comm_t* comm = nullptr;
+        weft_result_t r = weft_comm_init(&comm, nranks, rank, "127.0.0.1", port);
+        if (r == WEFT_SUCCESS) {
+          weft_comm_destroy(comm);
+          return "rank " + std::to_string(rank) + ": init succeeded";
+        }
+        std::string msg = weft_last_error();
+        if (r != WEFT_ERR_MISMATCH ||
+            msg.find("the cost model from WEFT_TUNE_FILE differs between ranks: \"constants "
+                     "replaced, hash 0x") == std::string::npos ||
+            msg.find("\"none (the committed constants)\" on rank 1") == std::string::npos)
+          return Fail(rank, "init", r);
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 }  // namespace

@@ -101,8 +101,8 @@ TEST(Agree, AlgorithmThatDiffersFailsOnEveryRank) {
                              "rank 1"});
 }
 
-// A tune file on one rank only: that rank would skip the cost measurement the others wait in.
-// The same model from two paths is fine.
+// A tune file on one rank only: that rank would choose algorithms by another model than the
+// others, and wait for messages they never send. The same model from two paths is fine.
 TEST(Agree, TuneFileOnOneRankOnlyFailsOnEveryRank) {
   const char *dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
   std::string a = std::string(dir) + "/agree_tune_a", b = std::string(dir) + "/agree_tune_b";
@@ -122,7 +122,7 @@ TEST(Agree, TuneFileOnOneRankOnlyFailsOnEveryRank) {
       60000);
   expect_all_fail_fast(res, {"the cost model from WEFT_TUNE_FILE differs between ranks: \"alpha "
                              "2.0000000000000002e-05 s, beta",
-                             "on rank 0, \"none (measured at init)\" on rank 1"});
+                             "on rank 0, \"none (the committed constants)\" on rank 1"});
   res = mp_run(
       2,
       [&](int rank, int n, int port) -> std::string {
