@@ -2,9 +2,10 @@
  * the choice's model as a function of the transport mix.
  *
  * Where each number comes from:
- *   tcp, shm (one host)  measured: `weft-run -n 4 weft-bench --tune` with WEFT_TRANSPORT=tcp and
- *                        =shm run side by side, 5 times each on the 2-core development VM; the
- *                        medians (results/2026-11-27-cost-constants/).
+ *   tcp, shm (one host)  measured: `weft-run -n 2 weft-bench --tune` with WEFT_TRANSPORT=tcp and
+ *                        =shm one after the other, 5 times each on the 2-core development VM;
+ *                        the medians (results/2026-11-27-cost-constants/, which also has 4
+ *                        ranks: oversubscribed, slower, not committed).
  *   cuda_ipc (one host)  results/2026-11-25-first-gpu-run (one H100, 2 ranks, 4 MiB x 8 slices):
  *                        alpha: a 1 KiB all-reduce takes 419 us over its 2(p-1) = 2 steps; beta:
  *                        46.0 GB/s bus bandwidth at 256 MiB; gamma: kernel_bw's reduce of 256 MiB

@@ -5,6 +5,7 @@
 #include <vector>
 
 extern "C" {
+#include "collectives/cost_constants.h"
 #include "tools/sim/cli.h"
 #include "tools/sim/report.h"
 }
@@ -99,6 +100,35 @@ TEST(CliTest, InterNodeValuesDefaultToIntraNode) {
   ASSERT_EQ(p.rc, SIMCLI_OK) << p.err;
   EXPECT_EQ(p.o.model.inter_alpha, 1e-6);
   EXPECT_EQ(p.o.model.inter_beta, 2e-10);
+}
+
+TEST(CliTest, TransportTakesTheLibrarysConstants) {
+  for (int t = 0; t < COST_NUM_TRANSPORTS; t++) {
+    const char* name = cost_transport_name((cost_transport_t)t);
+    const cost_link_t& in = cost_constants()->link[t][COST_INTRA];
+    const cost_link_t& out = cost_constants()->link[t][COST_INTER];
+    Parsed p = Parse({"--transport", name});
+    ASSERT_EQ(p.rc, SIMCLI_OK) << p.err;
+    EXPECT_EQ(p.o.model.alpha, in.alpha) << name;
+    EXPECT_EQ(p.o.model.beta, in.beta) << name;
+    EXPECT_EQ(p.o.model.gamma, in.gamma) << name;
+    EXPECT_EQ(p.o.model.inter_alpha, out.alpha) << name;
+    EXPECT_EQ(p.o.model.inter_beta, out.beta) << name;
+    // A flag of its own wins, before or after --transport.
+    for (auto args : {std::vector<const char*>{"--alpha", "1", "--transport", name},
+                      std::vector<const char*>{"--transport", name, "--alpha", "1"}}) {
+      p = Parse(args);
+      ASSERT_EQ(p.rc, SIMCLI_OK) << p.err;
+      EXPECT_EQ(p.o.model.alpha, 1.0) << name;
+      EXPECT_EQ(p.o.model.beta, in.beta) << name;
+      EXPECT_EQ(p.o.model.inter_alpha, out.alpha) << name;
+    }
+  }
+  Parsed p = Parse({"--transport", "ib"});
+  EXPECT_EQ(p.rc, SIMCLI_ERROR);
+  EXPECT_NE(p.err.find("--transport: unknown transport 'ib' (tcp shm cuda_ipc staged rdma)"),
+            std::string::npos)
+      << p.err;
 }
 
 TEST(CliTest, UnsupportedPairListsWhatExists) {

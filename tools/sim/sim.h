@@ -49,8 +49,9 @@ typedef struct {
   int headers;                    /* send the call description as the executor does */
 } sim_model_t;
 
-/* The library's defaults: comm/cost_model.c's alpha, beta, gamma, config.c's slice and window;
- * one node, headers on. */
+/* weft-sim's defaults: a loopback-like alpha, beta, gamma (the library's per-transport ones are
+ * --transport's, collectives/cost_constants.c), config.c's slice and window; one node, headers
+ * on. */
 void sim_model_defaults(sim_model_t *m);
 
 /* One call. count follows weft.h (all_gather, gather: sendcount; reduce_scatter, scatter:
