@@ -139,6 +139,8 @@ def tune_file():
     write("tune_file", "missing_gamma", b"alpha 1e-6\nbeta 1e-9\n")
     write("tune_file", "negative", b"alpha -1\nbeta 1e-9\ngamma 1e-9\n")
     write("tune_file", "not_numbers", b"alpha fast\nbeta 1e-9\ngamma 1e-9\n")
+    write("tune_file", "single_constants", b"shm.intra.beta 2.5e-10\nrdma.inter.alpha 3e-6\n")
+    write("tune_file", "bad_constant", b"ib.intra.alpha 1e-6\n")
 
 
 def boot_record():
