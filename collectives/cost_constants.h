@@ -23,7 +23,8 @@ typedef enum {
 
 /* The names WEFT_TUNE_FILE's keys and weft-sim's --transport use, in cost_transport_t's order.
  * A macro, so that the tune file's parser needs no other file (tests/fuzz builds it alone). */
-#define COST_TRANSPORT_NAMES {"tcp", "shm", "cuda_ipc", "staged", "rdma"}
+#define COST_TRANSPORT_NAMES \
+  { "tcp", "shm", "cuda_ipc", "staged", "rdma" }
 
 enum { COST_INTRA = 0, COST_INTER = 1 }; /* the two ends on one host, on two hosts */
 

@@ -52,7 +52,8 @@ static const knob_t knobs[] = {
      "all_reduce across hosts: 1 always hierarchical, 0 never, -1 when several hosts and one has "
      "several ranks (WEFT_ALGO and a call's own choice still win)"},
     {"WEFT_TUNE_FILE", "", STRING_KNOB(tune_file),
-     "cost model (alpha, beta, gamma) written by weft-bench --tune; empty: measured at init"},
+     "cost model (alpha, beta, gamma) written by weft-bench --tune, and/or single constants "
+     "(shm.intra.beta 2.5e-10); empty: the committed per-transport constants"},
     {"WEFT_TRANSPORT", "auto", STRING_KNOB(transport),
      "auto (shared memory to ranks on this host; to others RDMA verbs where both have an active "
      "port of the same link layer, else TCP), tcp, shm (one host only), or ib (verbs to every "

@@ -22,8 +22,8 @@ TEST(CostConstants, EveryConstantIsFiniteAndPositive) {
     for (int w = 0; w < 2; w++) {
       const cost_link_t& l = t->link[k][w];
       for (double v : {l.alpha, l.beta, l.gamma})
-        EXPECT_TRUE(std::isfinite(v) && v > 0) << cost_transport_name((cost_transport_t)k) << " "
-                                                << w;
+        EXPECT_TRUE(std::isfinite(v) && v > 0)
+            << cost_transport_name((cost_transport_t)k) << " " << w;
     }
 }
 
@@ -59,8 +59,8 @@ TEST(CostConstants, ModelIsTheSlowestLinkUsedPerParameter) {
 }
 
 std::string Write(const char* name, const char* text) {
-  std::string path = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/" +
-                     name;
+  std::string path =
+      std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
   FILE* f = fopen(path.c_str(), "w");
   EXPECT_NE(f, nullptr);
   fputs(text, f);

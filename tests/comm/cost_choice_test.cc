@@ -111,8 +111,7 @@ std::vector<std::string> RunJob(const std::string& transport, const std::string&
   std::vector<std::string> grids;
   for (int rank = 0; rank < kRanks; rank++)
     for (int i = 0; i < 2; i++) {
-      std::ifstream f(TmpDir() + "/" + tag + "_" + std::to_string(rank) + "_" +
-                      std::to_string(i));
+      std::ifstream f(TmpDir() + "/" + tag + "_" + std::to_string(rank) + "_" + std::to_string(i));
       std::stringstream s;
       s << f.rdbuf();
       grids.push_back(s.str());
@@ -134,8 +133,7 @@ std::string Expected(const cost_table_t& table, cost_transport_t transport) {
       const algo_entry_t* e = nullptr;
       EXPECT_EQ(algo_choose(coll, WEFT_ALGO_AUTO, &none, &m, kRanks, 4.0 * (double)n, nullptr, &e),
                 WEFT_SUCCESS);
-      out << weft_coll_name(coll) << " " << n << " " << (e ? weft_algo_name(e->algo) : "?")
-          << "\n";
+      out << weft_coll_name(coll) << " " << n << " " << (e ? weft_algo_name(e->algo) : "?") << "\n";
     }
   return out.str();
 }
