@@ -124,7 +124,9 @@ const char *comm_device_transport_name(const weft_comm_t *comm, int peer);
 weft_result_t comm_alloc(int nranks, int rank, weft_comm_t **out);
 /* A communicator made from `parent` (split, shrink): rank and size in it, comm_id hashed from
  * `id_text` (which must differ between children and be the same on their members), config,
- * algorithm policy, cost model and advertised address copied from the parent. */
+ * algorithm policy, cost constants and models (comm_connect then sets the models for the child's
+ * own transport mix, unless WEFT_TUNE_FILE gave the host model) and advertised address copied
+ * from the parent. */
 weft_result_t comm_alloc_child(const weft_comm_t *parent, const char *id_text, int rank, int nranks,
                                weft_comm_t **out);
 void comm_free(weft_comm_t *comm, int abortive);
