@@ -128,16 +128,33 @@ sched_op_t Op(sched_kind_t kind, int peer, size_t offset, size_t count, int dep)
 
 std::vector<schedule_t> MpichHalvingDoubling(int p, size_t count, bool halve, bool gather) {
   std::vector<schedule_t> s(p);
-  int steps = (int)Lg(p);
-  size_t block = count / p;
+  // Off powers of two (all-reduce only), MPICH's fold: even rank 2i < 2 rem hands its whole
+  // vector to 2i+1, which reduces it and plays virtual rank i, and gets the result back last.
+  int q = Pow2Below(p), rem = p - q, steps = (int)Lg(q);
+  EXPECT_TRUE(q == p || (halve && gather)) << "folds only for the all-reduce";
+  size_t block = count / q;
   for (int r = 0; r < p; r++) {
     sched_init(&s[r], count, count);
+    int last = -1;  // the receive the next step waits for
+    if (r < 2 * rem && r % 2 == 0) {
+      sched_op_t give = Op(SCHED_SEND, r + 1, 0, count, -1);
+      int i = sched_add(&s[r], &give);
+      sched_op_t back = Op(SCHED_RECV_COPY, r + 1, 0, count, i);
+      EXPECT_GE(sched_add(&s[r], &back), 0);
+      continue;
+    }
+    int v = r < 2 * rem ? r / 2 : r - rem;
+    auto real = [&](int w) { return w < rem ? 2 * w + 1 : w + rem; };
+    if (r < 2 * rem) {
+      sched_op_t in = Op(SCHED_RECV_REDUCE, r - 1, 0, count, -1);
+      in.src_buf = SCHED_SENDBUF;
+      last = sched_add(&s[r], &in);
+    }
     size_t lo = 0, hi = count;  // the range this rank still reduces
-    int last = -1;              // the receive the next step waits for
     for (int k = 0; halve && k < steps; k++) {
-      int d = p >> (k + 1), peer = r ^ d;
+      int d = q >> (k + 1), peer = real(v ^ d);
       size_t mid = lo + (hi - lo) / 2;
-      bool upper = (r & d) != 0;
+      bool upper = (v & d) != 0;
       size_t keep = upper ? mid : lo, give = upper ? lo : mid, len = (hi - lo) / 2;
       sched_op_t send = Op(SCHED_SEND, peer, give, len, last);
       sched_op_t recv = Op(SCHED_RECV_REDUCE, peer, keep, len, last);
@@ -148,16 +165,20 @@ std::vector<schedule_t> MpichHalvingDoubling(int p, size_t count, bool halve, bo
       lo = keep;
       hi = keep + len;
     }
-    if (!halve) lo = (size_t)r * block, hi = lo + block;
+    if (!halve) lo = (size_t)v * block, hi = lo + block;
     for (int k = 0; gather && k < steps; k++) {
-      int d = 1 << k, peer = r ^ d;
-      size_t len = hi - lo, theirs = (r & d) ? lo - len : hi;
+      int d = 1 << k, peer = real(v ^ d);
+      size_t len = hi - lo, theirs = (v & d) ? lo - len : hi;
       sched_op_t send = Op(SCHED_SEND, peer, lo, len, last);
       sched_op_t recv = Op(SCHED_RECV_COPY, peer, theirs, len, last);
       EXPECT_GE(sched_add(&s[r], &send), 0);
       last = sched_add(&s[r], &recv);
       lo = lo < theirs ? lo : theirs;
       hi = lo + 2 * len;
+    }
+    if (r < 2 * rem) {
+      sched_op_t out = Op(SCHED_SEND, r - 1, 0, count, last);
+      EXPECT_GE(sched_add(&s[r], &out), 0);
     }
   }
   return s;
@@ -172,7 +193,8 @@ double RunSchedules(const sim_model_t& m, std::vector<schedule_t>& s) {
 }
 
 // The engine on the paper's own schedules: recursive-halving reduce-scatter, recursive-doubling
-// all-gather and Rabenseifner all-reduce at 8, 64 and 1024 ranks, term for term.
+// all-gather and Rabenseifner all-reduce at 8, 64 and 1024 ranks, term for term; Rabenseifner
+// folded from 6, 100 and 1000 ranks.
 TEST(PublishedTest, MpichHalvingAndDoublingSchedules) {
   sim_model_t m = Paper();
   for (int p : {8, 64, 1024}) {
@@ -184,6 +206,15 @@ TEST(PublishedTest, MpichHalvingAndDoublingSchedules) {
       EXPECT_NEAR(RunSchedules(m, ag) / RecursiveDoublingAllGather(p, n), 1.0, 1e-6) << p;
       std::vector<schedule_t> ar = MpichHalvingDoubling(p, count, true, true);
       EXPECT_NEAR(RunSchedules(m, ar) / RabenseifnerAllReduce(p, n), 1.0, 1e-6) << p;
+    }
+  }
+  // Off powers of two: Rabenseifner on p' = 4, 64 and 512 ranks plus the fold.
+  for (int p : {6, 100, 1000}) {
+    int q = Pow2Below(p);
+    for (size_t count : {(size_t)q, (size_t)q << 8}) {
+      double n = (double)count * 4;
+      std::vector<schedule_t> ar = MpichHalvingDoubling(p, count, true, true);
+      EXPECT_NEAR(RunSchedules(m, ar) / (RabenseifnerAllReduce(q, n) + Fold(p, n)), 1.0, 1e-6) << p;
     }
   }
 }
