@@ -2,6 +2,7 @@
  * time for the same call and the LogGOPSim parameters that match its model. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "tools/sim/cli.h"
@@ -21,9 +22,13 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    usage(stdout);
+    return 0;
+  }
   if (argc < 2 || argv[1][0] == '-') {
-    usage(argc >= 2 && argv[1][1] == 'h' ? stdout : stderr);
-    return argc >= 2 && argv[1][1] == 'h' ? 0 : 2;
+    usage(stderr);
+    return 2;
   }
   simcli_t o;
   char err[512];
