@@ -281,7 +281,7 @@ TEST(PublishedTest, WeftPerBlockSchedulesAgainstThePaper) {
 }
 
 // NCCL's tuning model (ncclTopoTuneModel and ncclTopoGetAlgoTime in src/graph/tuning.cc, NCCL
-// 2.x), in our words: a ring collective takes nsteps hops, nsteps = 2(p-1) for all-reduce and
+// 2.30.7), in our words: a ring collective takes nsteps hops, nsteps = 2(p-1) for all-reduce and
 // p-1 for all-gather and reduce-scatter; its latency is a base latency plus nsteps times a
 // per-hop hardware latency, and its time is latency + bytes / algbw, where the algorithm
 // bandwidth is the bus bandwidth times p / nsteps. So a ring all-reduce of n bytes costs
