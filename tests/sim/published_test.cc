@@ -39,7 +39,8 @@ int Pow2Below(int p) {
 
 double Lg(int p) { return std::log2((double)p); }
 
-// The paper's closed forms (its sections 4.2, 4.4 and 4.5). p' is the largest power of two
+// The paper's closed forms (in its notation: a, b, g per message, byte, byte reduced). p' is the
+// largest power of two
 // <= p; MPICH folds the other p - p' ranks in first (whole vector in: a + n b + n g) and hands
 // them the result last (a + n b), which is what weft's fold.h does too.
 double RingAllGather(int p, double n) { return (p - 1) * kA + (p - 1.0) / p * n * kB; }
@@ -110,10 +111,7 @@ TEST(PublishedTest, MpichFormsWhereWeftSendsTheSameMessages) {
   }
 }
 
-// MPICH's recursive halving and doubling as the paper describes them, for p a power of two: one
-// message per step, each step waiting for the whole of the one before (dep_whole), halving the
-// range it reduces, then doubling the range it gathers. Built here, since weft's own schedules
-// send every block as its own op (below). halve: the reduce-scatter; gather: the all-gather.
+// One op of the hand-made schedules below: every step waits for the whole of the one before.
 sched_op_t Op(sched_kind_t kind, int peer, size_t offset, size_t count, int dep) {
   sched_op_t op{};
   op.kind = kind;
@@ -126,6 +124,10 @@ sched_op_t Op(sched_kind_t kind, int peer, size_t offset, size_t count, int dep)
   return op;
 }
 
+// MPICH's recursive halving and doubling as the paper describes them, for p a power of two: one
+// message per step, each step waiting for the whole of the one before (dep_whole), halving the
+// range it reduces, then doubling the range it gathers. Built here, since weft's own schedules
+// send every block as its own op (below). halve: the reduce-scatter; gather: the all-gather.
 std::vector<schedule_t> MpichHalvingDoubling(int p, size_t count, bool halve, bool gather) {
   std::vector<schedule_t> s(p);
   // Off powers of two (all-reduce only), MPICH's fold: even rank 2i < 2 rem hands its whole
