@@ -1,11 +1,13 @@
 // netsim_test.cc -- the network mode end to end: the library's schedules on topologies whose
 // links are shared, against times derived here from the links' bandwidths.
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "tests/sim/sim_util.h"
 
 extern "C" {
+#include "tools/sim/cli.h"
 #include "tools/sim/topology.h"
 }
 
@@ -213,6 +215,77 @@ TEST(NetSimTest, RankOrderMovesCrossNodeMessages) {
   ASSERT_EQ(sim_run(&spread.m, &c, nullptr, nullptr, &b), WEFT_SUCCESS) << err_last();
   EXPECT_EQ(a.messages, b.messages);
   EXPECT_EQ(2 * a.cross_node, b.cross_node);  // every ring edge crosses once ranks alternate
+}
+
+// --- The command line: --topology, --net key=value, --rank-order.
+
+struct Cli {
+  simcli_t o;
+  int rc;
+  std::string err;
+  explicit Cli(std::vector<const char*> args) {
+    args.insert(args.begin(), "weft-sim");
+    char e[512];
+    rc = simcli_parse((int)args.size(), args.data(), &o, e, sizeof e);
+    err = e;
+  }
+  ~Cli() { simcli_free(&o); }
+  Cli(const Cli&) = delete;
+};
+
+std::string TempFile(const char* name, const char* text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  EXPECT_NE(f, nullptr);
+  if (f) std::fputs(text, f), std::fclose(f);
+  return path;
+}
+
+TEST(NetCliTest, NoNetworkFlagsNoTopology) {
+  Cli c({"-p", "16"});
+  ASSERT_EQ(c.rc, SIMCLI_OK) << c.err;
+  EXPECT_EQ(c.o.model.topo, nullptr);
+}
+
+TEST(NetCliTest, FileThenFlagsAndGpusPerNodeSetsRanksPerNode) {
+  std::string path = TempFile("cli.topo", "gpus_per_node 4\noversubscription 2\n");
+  Cli c({"-p", "16", "--topology", path.c_str(), "--net", "oversubscription=4", "--net=layout=rail"});
+  ASSERT_EQ(c.rc, SIMCLI_OK) << c.err;
+  ASSERT_EQ(c.o.model.topo, &c.o.topo);
+  EXPECT_EQ(c.o.topo.oversubscription, 4);  // later flags win
+  EXPECT_EQ(c.o.topo.layout, TOPO_RAIL);
+  EXPECT_EQ(c.o.model.ranks_per_node, 4);
+}
+
+TEST(NetCliTest, RankOrderFile) {
+  std::string path = TempFile("order.txt", "# node 1 backwards\n0 1 2 3\n7,6,5,4\n");
+  Cli c({"-p", "8", "--net", "gpus_per_node=4", "--rank-order", path.c_str()});
+  ASSERT_EQ(c.rc, SIMCLI_OK) << c.err;
+  ASSERT_EQ(c.o.topo.nrank_order, 8);
+  EXPECT_EQ(c.o.topo.rank_order[4], 7);
+}
+
+TEST(NetCliTest, ErrorsNameTheFlagOrLine) {
+  std::string bad = TempFile("bad.topo", "gpus_per_node 4\nnic_bw x\n");
+  std::string order = TempFile("short.txt", "0 1 2\n");
+  struct {
+    std::vector<const char*> args;
+    std::string want;
+  } cases[] = {
+      {{"--topology", bad.c_str()}, bad + ":2: key 'nic_bw': bad value 'x'"},
+      {{"--topology", "/nonexistent.topo"}, "topology /nonexistent.topo"},
+      {{"--net", "spines"}, "--net: want key=value, got 'spines'"},
+      {{"--net", "colour=red"}, "--net: unknown key 'colour'"},
+      {{"-p", "8", "--rank-order", order.c_str()}, "rank order has 3 entries for -p 8"},
+      {{"-p", "8", "--ranks-per-node", "2", "--net", "gpus_per_node=4"},
+       "--ranks-per-node 2 but the topology has gpus_per_node 4"},
+  };
+  for (auto& k : cases) {
+    Cli c(k.args);
+    EXPECT_EQ(c.rc, SIMCLI_ERROR) << k.want;
+    EXPECT_NE(c.err.find(k.want), std::string::npos) << c.err;
+  }
 }
 
 }  // namespace
