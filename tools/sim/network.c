@@ -2,6 +2,7 @@
  * component that a starting or ending flow touches (network.h). */
 #include "tools/sim/network.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -9,6 +10,7 @@ typedef struct {
   int *flows; /* the active flows that cross this link */
   int nflows, cap;
   unsigned mark; /* the recomputation that last reached it */
+  int seeded;    /* in seeds: a flow started or ended on it since the last update */
   /* Progressive filling: capacity not yet given out, flows not yet frozen, and a version that
    * tells the live heap entry from stale ones. */
   double left;
@@ -24,7 +26,9 @@ typedef struct {
   double t_set; /* when left and rate were last brought up to date */
   double rate, old_rate;
   unsigned version, mark;
-  int active, frozen;
+  int active, frozen, fresh; /* fresh: added since the last update */
+  double finish;             /* when it drains at its rate; its key in `due` */
+  int due_at;                /* its index in `due`, -1 when not there */
 } flow_t;
 
 typedef struct {
@@ -40,11 +44,13 @@ struct net {
   int nflows, cap_flows;
   int *free_ids, nfree;
   unsigned epoch;
+  int *seeds, nseeds;     /* links whose flows changed since the last update; cap: nlinks */
   int *comp_links, ncl;   /* the component being recomputed; cap: nlinks */
   int *comp_flows, ncf;   /* cap: cap_flows */
   int *changed, nchanged; /* cap: cap_flows */
   entry_t *heap;
   int nheap, cap_heap;
+  int *due, ndue; /* active flows with a rate, a min-heap on finish; cap: cap_flows */
   long recomputes;
   double flows_visited, links_visited;
 };
@@ -69,10 +75,12 @@ void net_free(net_t *n) {
   free(n->links);
   free(n->flows);
   free(n->free_ids);
+  free(n->seeds);
   free(n->comp_links);
   free(n->comp_flows);
   free(n->changed);
   free(n->heap);
+  free(n->due);
   free(n);
 }
 
@@ -81,8 +89,10 @@ int net_add_link(net_t *n, double bw) {
   if (!grow((void **)&n->links, &n->cap_links, n->nlinks + 1, sizeof(link_t))) return -1;
   if (n->cap_links != cap) {
     int *c = realloc(n->comp_links, sizeof(int) * (size_t)n->cap_links);
-    if (!c) return -1;
-    n->comp_links = c;
+    if (c) n->comp_links = c;
+    int *s = c ? realloc(n->seeds, sizeof(int) * (size_t)n->cap_links) : NULL;
+    if (!s) return -1;
+    n->seeds = s;
   }
   n->links[n->nlinks] = (link_t){.bw = bw};
   return n->nlinks++;
@@ -118,16 +128,62 @@ static entry_t heap_pop(net_t *n) {
   return top;
 }
 
-/* Collects the component reachable from `seed` through shared links into comp_links and
- * comp_flows. */
-static void component(net_t *n, const int *seed, int nseed) {
+/* The flows by finish time: an indexed heap, so that a flow whose rate changed moves in place
+ * and the simulator keeps one event for the earliest instead of one per change. */
+static void due_swap(net_t *n, int i, int j) {
+  int a = n->due[i], b = n->due[j];
+  n->due[i] = b;
+  n->due[j] = a;
+  n->flows[b].due_at = i;
+  n->flows[a].due_at = j;
+}
+
+static void due_fix(net_t *n, int i) {
+  while (i > 0 && n->flows[n->due[i]].finish < n->flows[n->due[(i - 1) / 2]].finish) {
+    due_swap(n, i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n->ndue && n->flows[n->due[l]].finish < n->flows[n->due[m]].finish) m = l;
+    if (r < n->ndue && n->flows[n->due[r]].finish < n->flows[n->due[m]].finish) m = r;
+    if (m == i) return;
+    due_swap(n, i, m);
+    i = m;
+  }
+}
+
+static void due_set(net_t *n, int id) {
+  flow_t *f = &n->flows[id];
+  f->finish = f->left <= 0 ? f->t_set : f->rate > 0 ? f->t_set + f->left / f->rate : INFINITY;
+  if (f->due_at < 0) {
+    f->due_at = n->ndue;
+    n->due[n->ndue++] = id;
+  }
+  due_fix(n, f->due_at);
+}
+
+static void due_drop(net_t *n, int id) {
+  int i = n->flows[id].due_at;
+  if (i < 0) return;
+  n->flows[id].due_at = -1;
+  if (i == --n->ndue) return;
+  n->due[i] = n->due[n->ndue];
+  n->flows[n->due[i]].due_at = i;
+  due_fix(n, i);
+}
+
+/* Collects the component reachable from the seeds through shared links into comp_links and
+ * comp_flows, and clears the seeds. */
+static void component(net_t *n) {
   n->epoch++;
   n->ncl = n->ncf = 0;
-  for (int i = 0; i < nseed; i++)
-    if (n->links[seed[i]].mark != n->epoch) {
-      n->links[seed[i]].mark = n->epoch;
-      n->comp_links[n->ncl++] = seed[i];
-    }
+  for (int i = 0; i < n->nseeds; i++) {
+    n->links[n->seeds[i]].seeded = 0;
+    n->links[n->seeds[i]].mark = n->epoch;
+    n->comp_links[n->ncl++] = n->seeds[i];
+  }
+  n->nseeds = 0;
   for (int i = 0; i < n->ncl; i++) {
     const link_t *l = &n->links[n->comp_links[i]];
     for (int k = 0; k < l->nflows; k++) {
@@ -145,10 +201,12 @@ static void component(net_t *n, const int *seed, int nseed) {
   }
 }
 
-/* Progressive filling over the component around `seed`, at time `now`. Returns 0 when out of
- * memory (rates then stay as they were). */
-static int recompute(net_t *n, double now, const int *seed, int nseed) {
-  component(n, seed, nseed);
+/* Progressive filling over the component around the seeds, at time `now`. Returns 0 when out
+ * of memory (rates then stay as they were). */
+static int recompute(net_t *n, double now) {
+  n->nchanged = 0;
+  if (n->nseeds == 0) return 1;
+  component(n);
   n->recomputes++;
   n->flows_visited += n->ncf;
   n->links_visited += n->ncl;
@@ -193,18 +251,25 @@ static int recompute(net_t *n, double now, const int *seed, int nseed) {
       }
     }
   }
-  n->nchanged = 0;
   for (int i = 0; i < n->ncf; i++) {
     flow_t *f = &n->flows[n->comp_flows[i]];
-    if (f->rate != f->old_rate) {
+    if (f->rate != f->old_rate || f->fresh) {
+      f->fresh = 0;
       f->version++;
       n->changed[n->nchanged++] = n->comp_flows[i];
+      due_set(n, n->comp_flows[i]);
     }
   }
   return 1;
 }
 
-int net_flow_start(net_t *n, double now, const int *links, int nlinks, double bytes) {
+static void seed(net_t *n, int link) {
+  if (n->links[link].seeded) return;
+  n->links[link].seeded = 1;
+  n->seeds[n->nseeds++] = link;
+}
+
+int net_flow_add(net_t *n, double now, const int *links, int nlinks, double bytes) {
   if (nlinks < 1 || nlinks > NET_MAX_HOPS) return -1;
   int id;
   if (n->nfree > 0) {
@@ -218,15 +283,17 @@ int net_flow_start(net_t *n, double now, const int *links, int nlinks, double by
       int *b = a ? realloc(n->changed, sizeof(int) * (size_t)n->cap_flows) : NULL;
       if (b) n->changed = b;
       int *c = b ? realloc(n->free_ids, sizeof(int) * (size_t)n->cap_flows) : NULL;
-      if (!c) return -1;
-      n->free_ids = c;
+      if (c) n->free_ids = c;
+      int *d = c ? realloc(n->due, sizeof(int) * (size_t)n->cap_flows) : NULL;
+      if (!d) return -1;
+      n->due = d;
     }
     id = n->nflows++;
     n->flows[id] = (flow_t){0};
   }
   flow_t *f = &n->flows[id];
   unsigned version = f->version;
-  *f = (flow_t){.nlinks = nlinks, .left = bytes, .t_set = now};
+  *f = (flow_t){.nlinks = nlinks, .left = bytes, .t_set = now, .fresh = 1, .due_at = -1};
   f->version = version; /* kept across reuse, so that the last occupant's events stay stale */
   f->active = 1;
   for (int h = 0; h < nlinks; h++) {
@@ -235,20 +302,22 @@ int net_flow_start(net_t *n, double now, const int *links, int nlinks, double by
     f->links[h] = links[h];
     f->pos[h] = l->nflows;
     l->flows[l->nflows++] = id;
-  }
-  if (!recompute(n, now, links, nlinks)) return -1;
-  if (f->rate == f->old_rate) { /* only with a zero share; the caller still needs an event */
-    f->version++;
-    n->changed[n->nchanged++] = id;
+    seed(n, links[h]);
   }
   return id;
 }
 
-int net_flow_end(net_t *n, double now, int id) {
+int net_flow_start(net_t *n, double now, const int *links, int nlinks, double bytes) {
+  int id = net_flow_add(n, now, links, nlinks, bytes);
+  return id < 0 || !recompute(n, now) ? -1 : id;
+}
+
+void net_flow_remove(net_t *n, int id) {
   flow_t *f = &n->flows[id];
-  if (!f->active) return 1;
+  if (!f->active) return;
   for (int h = 0; h < f->nlinks; h++) {
     link_t *l = &n->links[f->links[h]];
+    seed(n, f->links[h]);
     int last = l->flows[--l->nflows];
     if (last != id) {
       l->flows[f->pos[h]] = last;
@@ -257,12 +326,19 @@ int net_flow_end(net_t *n, double now, int id) {
         if (g->links[k] == f->links[h]) g->pos[k] = f->pos[h];
     }
   }
+  due_drop(n, id);
   f->active = 0;
   f->rate = 0;
   f->version++;
   n->free_ids[n->nfree++] = id;
-  return recompute(n, now, f->links, f->nlinks);
 }
+
+int net_flow_end(net_t *n, double now, int id) {
+  net_flow_remove(n, id);
+  return recompute(n, now);
+}
+
+int net_update(net_t *n, double now) { return recompute(n, now); }
 
 int net_changed(const net_t *n, const int **flows) {
   *flows = n->changed;
@@ -271,11 +347,9 @@ int net_changed(const net_t *n, const int **flows) {
 
 double net_flow_rate(const net_t *n, int f) { return n->flows[f].rate; }
 
-double net_flow_finish(const net_t *n, int id) {
-  const flow_t *f = &n->flows[id];
-  if (f->left <= 0) return f->t_set;
-  return f->t_set + f->left / f->rate;
-}
+double net_flow_finish(const net_t *n, int id) { return n->flows[id].finish; }
+
+int net_next(const net_t *n) { return n->ndue > 0 ? n->due[0] : -1; }
 
 unsigned net_flow_version(const net_t *n, int f) { return n->flows[f].version; }
 int net_flow_active(const net_t *n, int f) { return f >= 0 && f < n->nflows && n->flows[f].active; }

@@ -41,8 +41,15 @@ int net_flow_start(net_t *n, double now, const int *links, int nlinks, double by
  * with. 0 when out of memory. */
 int net_flow_end(net_t *n, double now, int f);
 
-/* The flows whose rate the last start or end set or changed (the started flow included): their
- * finish times moved. The array stays valid until the next start or end. */
+/* The same in two steps, for many flows that start or end at one instant: add and remove only
+ * change the links (an added flow has rate 0 until then); net_update recomputes once, over the
+ * union of the components they touched. 0 or -1 when out of memory. */
+int net_flow_add(net_t *n, double now, const int *links, int nlinks, double bytes);
+void net_flow_remove(net_t *n, int f);
+int net_update(net_t *n, double now);
+
+/* The flows whose rate the last start, end or update set or changed (started flows included):
+ * their finish times moved. The array stays valid until the next one. */
 int net_changed(const net_t *n, const int **flows);
 
 double net_flow_rate(const net_t *n, int f);
@@ -52,6 +59,8 @@ double net_flow_finish(const net_t *n, int f);
 /* Counts every rate change of the flow slot, across reuse: an event that carries an older
  * version is stale. */
 unsigned net_flow_version(const net_t *n, int f);
+/* The active flow that drains first, -1 when none. */
+int net_next(const net_t *n);
 int net_flow_active(const net_t *n, int f);
 
 /* Work done so far: flows and links visited by recomputations (for the cost in README.md). */

@@ -60,7 +60,7 @@ typedef struct {
   sim_ev_kind_t kind;
   int from, from_stream, to, to_stream, to_slot; /* SIM_EV_XFER; SIM_EV_CPU uses `to` */
   double start, bytes;
-  int flow;         /* network mode: 1 + the flow this drains (sim_net.h); 0: a delivery */
+  int flow;         /* network mode (sim_net.h): 1 + the flow this drains; -1 rates; 0 delivery */
   unsigned version; /* network mode: the flow's rate version this finish time was computed at */
 } sim_event_t;
 

@@ -18,6 +18,9 @@ struct simnet {
   sim_event_t *deliver; /* per flow id: the message's delivery, and below its route's latency */
   double *latency;
   int cap;
+  int update_due; /* an update event (flow -1) is in the heap for this instant */
+  int armed;      /* 1 + the flow whose drain the heap holds, at version armed_version */
+  unsigned armed_version;
 };
 
 static weft_result_t oom(void) {
@@ -43,20 +46,31 @@ void simnet_free(sim_world_t *w) {
   w->net = NULL;
 }
 
-/* A drain event for every flow whose rate the last start or end changed; the older events of
- * those flows carry older versions and are dropped when they come up. */
-static weft_result_t push_changed(sim_world_t *w) {
-  const int *f;
-  int n = net_changed(w->net->net, &f);
-  for (int i = 0; i < n; i++) {
-    sim_event_t e = {.t = net_flow_finish(w->net->net, f[i]),
-                     .kind = SIM_EV_XFER,
-                     .flow = f[i] + 1,
-                     .version = net_flow_version(w->net->net, f[i])};
-    if (e.t < w->now) e.t = w->now; /* rounding of bytes left near zero */
-    if (sim_heap_push(&w->heap, &e)) return oom();
-  }
-  return WEFT_SUCCESS;
+/* Keeps a drain event in the heap for the flow that drains first, at its current version. A
+ * drain scheduled before a rate changed carries an older version and is dropped when it comes
+ * up; one still current is valid wherever the flow stands now. */
+static weft_result_t arm(sim_world_t *w) {
+  simnet_t *s = w->net;
+  int f = net_next(s->net);
+  if (f < 0) return WEFT_SUCCESS;
+  unsigned v = net_flow_version(s->net, f);
+  if (s->armed == f + 1 && s->armed_version == v) return WEFT_SUCCESS;
+  sim_event_t e = {
+      .t = net_flow_finish(s->net, f), .kind = SIM_EV_XFER, .flow = f + 1, .version = v};
+  if (e.t < w->now) e.t = w->now; /* rounding of bytes left near zero */
+  s->armed = f + 1;
+  s->armed_version = v;
+  return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
+}
+
+/* Flows that start or end at one instant share one recomputation: the first asks for an update
+ * event at this instant, which the heap runs after the events already queued for it. The engine
+ * starts new messages only once nothing is left at this instant, so those get one more. */
+static weft_result_t update_soon(sim_world_t *w) {
+  if (w->net->update_due) return WEFT_SUCCESS;
+  w->net->update_due = 1;
+  sim_event_t e = {.t = w->now, .kind = SIM_EV_XFER, .flow = -1};
+  return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
 weft_result_t simnet_start(sim_world_t *w, const sim_event_t *deliver) {
@@ -64,7 +78,7 @@ weft_result_t simnet_start(sim_world_t *w, const sim_event_t *deliver) {
   int links[NET_MAX_HOPS];
   double latency;
   int n = topo_route(&s->tn, deliver->from, deliver->to, links, &latency);
-  int id = net_flow_start(s->net, w->now, links, n, deliver->bytes);
+  int id = net_flow_add(s->net, w->now, links, n, deliver->bytes);
   if (id < 0) return oom();
   if (id >= s->cap) {
     int cap = s->cap ? 2 * s->cap : 256;
@@ -79,17 +93,23 @@ weft_result_t simnet_start(sim_world_t *w, const sim_event_t *deliver) {
   s->deliver[id] = *deliver;
   s->deliver[id].flow = 0;
   s->latency[id] = latency;
-  return push_changed(w);
+  return update_soon(w);
 }
 
 weft_result_t simnet_drained(sim_world_t *w, const sim_event_t *e) {
   simnet_t *s = w->net;
+  if (e->flow < 0) {
+    s->update_due = 0;
+    if (!net_update(s->net, w->now)) return oom();
+    return arm(w);
+  }
   int id = e->flow - 1;
   if (!net_flow_active(s->net, id) || net_flow_version(s->net, id) != e->version)
     return WEFT_SUCCESS; /* superseded: the flow's rate changed after this was scheduled */
   sim_event_t d = s->deliver[id];
   d.t = w->now + s->latency[id];
-  if (!net_flow_end(s->net, w->now, id)) return oom();
-  WEFT_CHECK(push_changed(w));
+  net_flow_remove(s->net, id);
+  WEFT_CHECK(update_soon(w));
+  WEFT_CHECK(arm(w));
   return sim_heap_push(&w->heap, &d) ? oom() : WEFT_SUCCESS;
 }

@@ -4,8 +4,9 @@
  * fair rate (network.h) plus the route's latency, instead of alpha + bytes*beta on two ports.
  * The engine calls four hooks: simnet_create/simnet_free around a run, simnet_start where a
  * message starts (instead of scheduling its end), and simnet_drained for an event that carries
- * a flow (e->flow != 0): a drain that is still current ends the flow and schedules the message's
- * delivery (flow 0) a latency later; a superseded one (older version) is dropped. */
+ * a flow (e->flow > 0): a drain that is still current ends the flow and schedules the message's
+ * delivery (flow 0) a latency later; a superseded one (older version) is dropped. Flow -1: the
+ * rates' recomputation for every flow that started or ended at this instant. */
 #ifndef WEFT_TOOLS_SIM_SIM_NET_H_
 #define WEFT_TOOLS_SIM_SIM_NET_H_
 
