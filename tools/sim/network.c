@@ -16,6 +16,7 @@ typedef struct {
   double left;
   int unfrozen;
   unsigned ver;
+  int touched; /* in `touched` while one bottleneck's flows freeze */
 } link_t;
 
 typedef struct {
@@ -45,6 +46,7 @@ struct net {
   int *free_ids, nfree;
   unsigned epoch;
   int *seeds, nseeds;     /* links whose flows changed since the last update; cap: nlinks */
+  int *touched, ntouched; /* links that gave up capacity to one bottleneck; cap: nlinks */
   int *comp_links, ncl;   /* the component being recomputed; cap: nlinks */
   int *comp_flows, ncf;   /* cap: cap_flows */
   int *changed, nchanged; /* cap: cap_flows */
@@ -76,6 +78,7 @@ void net_free(net_t *n) {
   free(n->flows);
   free(n->free_ids);
   free(n->seeds);
+  free(n->touched);
   free(n->comp_links);
   free(n->comp_flows);
   free(n->changed);
@@ -91,8 +94,10 @@ int net_add_link(net_t *n, double bw) {
     int *c = realloc(n->comp_links, sizeof(int) * (size_t)n->cap_links);
     if (c) n->comp_links = c;
     int *s = c ? realloc(n->seeds, sizeof(int) * (size_t)n->cap_links) : NULL;
-    if (!s) return -1;
-    n->seeds = s;
+    if (s) n->seeds = s;
+    int *t = s ? realloc(n->touched, sizeof(int) * (size_t)n->cap_links) : NULL;
+    if (!t) return -1;
+    n->touched = t;
   }
   n->links[n->nlinks] = (link_t){.bw = bw};
   return n->nlinks++;
@@ -234,8 +239,10 @@ static int recompute(net_t *n, double now) {
     link_t *l = &n->links[e.link];
     if (e.ver != l->ver || l->unfrozen == 0) continue;
     /* The fullest link: its unfrozen flows get its share; every other link they cross gives
-     * that much up, which can only raise what is left per flow there. */
+     * that much up, which can only raise what is left per flow there. Each such link goes
+     * back on the heap once, with its new share, after all of them froze. */
     double share = e.share > 0 ? e.share : 0;
+    n->ntouched = 0;
     for (int k = 0; k < l->nflows; k++) {
       flow_t *f = &n->flows[l->flows[k]];
       if (f->frozen) continue;
@@ -245,10 +252,17 @@ static int recompute(net_t *n, double now) {
         link_t *o = &n->links[f->links[h]];
         o->left -= share;
         o->unfrozen--;
-        o->ver++;
-        if (o != l && o->unfrozen > 0)
-          heap_push(n, (o->left > 0 ? o->left : 0) / o->unfrozen, f->links[h], o->ver);
+        if (o != l && !o->touched) {
+          o->touched = 1;
+          n->touched[n->ntouched++] = f->links[h];
+        }
       }
+    }
+    for (int i = 0; i < n->ntouched; i++) {
+      link_t *o = &n->links[n->touched[i]];
+      o->touched = 0;
+      o->ver++;
+      if (o->unfrozen > 0) heap_push(n, (o->left > 0 ? o->left : 0) / o->unfrozen, n->touched[i], o->ver);
     }
   }
   for (int i = 0; i < n->ncf; i++) {
