@@ -125,8 +125,8 @@ TEST(NetSimTest, TwoFlowsSharingOneNicTakeTwiceAsLong) {
 // B, 1 -> 3 moves B/2 through one NIC: both at bw/2 until the short one is done at B/bw, then
 // the long one's last B/2 at bw. Both end at 1.5 B/bw (+ latency); the short one at B/bw.
 TEST(NetSimTest, SurvivorSpeedsUpWhenAFlowEnds) {
-  NetModel one("gpus_per_node 2\nnics_per_node 1\nnic_bw 1e9\nnic_latency 0\n", 2,
-               size_t(1) << 30, 0);
+  NetModel one("gpus_per_node 2\nnics_per_node 1\nnic_bw 1e9\nnic_latency 0\n", 2, size_t(1) << 30,
+               0);
   World w(4, kN);
   w.Send(0, 2, kN);
   w.Send(1, 3, kN / 2);
@@ -250,7 +250,8 @@ TEST(NetCliTest, NoNetworkFlagsNoTopology) {
 
 TEST(NetCliTest, FileThenFlagsAndGpusPerNodeSetsRanksPerNode) {
   std::string path = TempFile("cli.topo", "gpus_per_node 4\noversubscription 2\n");
-  Cli c({"-p", "16", "--topology", path.c_str(), "--net", "oversubscription=4", "--net=layout=rail"});
+  Cli c(
+      {"-p", "16", "--topology", path.c_str(), "--net", "oversubscription=4", "--net=layout=rail"});
   ASSERT_EQ(c.rc, SIMCLI_OK) << c.err;
   ASSERT_EQ(c.o.model.topo, &c.o.topo);
   EXPECT_EQ(c.o.topo.oversubscription, 4);  // later flags win

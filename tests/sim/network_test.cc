@@ -1,12 +1,12 @@
 // network_test.cc -- the network mode's pieces alone: max-min fair rates on hand-made links,
 // finish times that move when rates change, the topology file's errors, and routes.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 extern "C" {
 #include "common/error.h"
@@ -284,9 +284,10 @@ struct Built {
 // Inside a node: device up, device down, the fabric's latency. Between nodes on one leaf: NIC up
 // and down. Across leaves: through a spine, with its latency added.
 TEST(TopologyRouteTest, HopsAndLatencies) {
-  Built b("gpus_per_node 2\nfabric_latency 1e-6\nnic_latency 3e-6\nnics_per_leaf 2\n"
-          "spine_latency 2e-6\nspines 2\n",
-          8, 2);
+  Built b(
+      "gpus_per_node 2\nfabric_latency 1e-6\nnic_latency 3e-6\nnics_per_leaf 2\n"
+      "spine_latency 2e-6\nspines 2\n",
+      8, 2);
   EXPECT_EQ(b.tn.leaves, 4);  // 4 nodes of 2 NICs, 2 per leaf
   double lat;
   EXPECT_EQ(b.Hops(0, 1, &lat), 2);

@@ -22,9 +22,9 @@ typedef enum {
   K_NO_HEADER,
   K_TRACE,
   K_HELP,
-  K_TOPOLOGY,   /* a topology file: network mode */
-  K_NET,        /* one topology key=value: network mode */
-  K_RANK_ORDER  /* a file of device slots, rank by rank: network mode */
+  K_TOPOLOGY,  /* a topology file: network mode */
+  K_NET,       /* one topology key=value: network mode */
+  K_RANK_ORDER /* a file of device slots, rank by rank: network mode */
 } kind_t;
 
 typedef struct {

@@ -60,7 +60,8 @@ static int row(const simcli_t *o, const algo_entry_t *e, const simrep_shape_t *s
     return 1;
   }
   cost_model_t cm = simrep_cost_model(&o->model, o->nranks);
-  double model = e->cost ? e->cost(&cm, o->nranks, (double)sh->bytes) : -1;
+  /* The closed forms count ports, not shared links: no closed form in network mode. */
+  double model = e->cost && !o->model.topo ? e->cost(&cm, o->nranks, (double)sh->bytes) : -1;
   char line[256];
   simrep_row(line, sizeof line, sh, o->dtype, e->algo, o->coll, o->nranks, r.time, model);
   fputs(line, stdout);

@@ -262,7 +262,8 @@ static int recompute(net_t *n, double now) {
       link_t *o = &n->links[n->touched[i]];
       o->touched = 0;
       o->ver++;
-      if (o->unfrozen > 0) heap_push(n, (o->left > 0 ? o->left : 0) / o->unfrozen, n->touched[i], o->ver);
+      if (o->unfrozen > 0)
+        heap_push(n, (o->left > 0 ? o->left : 0) / o->unfrozen, n->touched[i], o->ver);
     }
   }
   for (int i = 0; i < n->ncf; i++) {

@@ -213,8 +213,8 @@ static weft_result_t try_start(sim_world_t *w, cands_t *c) {
     sim_rank_t *s = &w->ranks[c->v[k].rank];
     int peer = s->streams[c->v[k].stream].peer;
     /* Network mode: no port rule, one message in flight per stream (sim_net.c). */
-    int go = w->net ? s->streams[c->v[k].stream].count == 0
-                    : !s->out_busy && !w->ranks[peer].in_busy;
+    int go =
+        w->net ? s->streams[c->v[k].stream].count == 0 : !s->out_busy && !w->ranks[peer].in_busy;
     if (go) WEFT_CHECK(start(w, c->v[k].rank, c->v[k].stream));
   }
   return WEFT_SUCCESS;

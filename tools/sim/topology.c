@@ -70,8 +70,8 @@ static int parse_count(const char *text, int min, int max, int *out) {
   return 0;
 }
 
-#define KEYS                                                                                   \
-  "gpus_per_node fabric_bw fabric_latency nics_per_node nic_bw nic_latency nic_map "          \
+#define KEYS                                                                         \
+  "gpus_per_node fabric_bw fabric_latency nics_per_node nic_bw nic_latency nic_map " \
   "nics_per_leaf spines oversubscription spine_latency layout rank_order"
 
 weft_result_t topo_set(topo_t *t, const char *key, const char *value, const char *where) {
@@ -92,8 +92,10 @@ weft_result_t topo_set(topo_t *t, const char *key, const char *value, const char
   } else if (strcmp(key, "fabric_latency") == 0 || strcmp(key, "nic_latency") == 0 ||
              strcmp(key, "spine_latency") == 0) {
     bad = parse_num(value, &v) || v < 0, want = "seconds >= 0";
-    if (!bad) *(key[0] == 'f' ? &t->fabric_latency : key[0] == 'n' ? &t->nic_latency
-                                                                   : &t->spine_latency) = v;
+    if (!bad)
+      *(key[0] == 'f'   ? &t->fabric_latency
+        : key[0] == 'n' ? &t->nic_latency
+                        : &t->spine_latency) = v;
   } else if (strcmp(key, "oversubscription") == 0) {
     bad = parse_num(value, &v) || !(v > 0), want = "a ratio > 0 (downlink / uplink)";
     if (!bad) t->oversubscription = v;
@@ -116,12 +118,11 @@ weft_result_t topo_set(topo_t *t, const char *key, const char *value, const char
       free(ints);
     }
   } else {
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: unknown key '%s' (keys: %s)", where, key,
-                    KEYS);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: unknown key '%s' (keys: %s)", where, key, KEYS);
   }
   if (bad)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: key '%s': bad value '%s' (want %s)", where,
-                    key, value, want);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s: key '%s': bad value '%s' (want %s)", where, key,
+                    value, want);
   return WEFT_SUCCESS;
 }
 

@@ -21,20 +21,20 @@ typedef enum { TOPO_FLAT, TOPO_RAIL } topo_layout_t;
 
 /* What the file says; 0 or < 0 where it says nothing (defaults come from the model, below). */
 struct topo {
-  int gpus_per_node;             /* 0: the model's ranks_per_node (every rank on one node if 0) */
-  double fabric_bw;              /* bytes/s each way between a device and its node's fabric; 1/beta */
-  double fabric_latency;         /* s per message inside a node; alpha */
-  int nics_per_node;             /* 0: one per device */
-  double nic_bw;                 /* bytes/s each way per NIC; 1/inter_beta */
-  double nic_latency;            /* s per message between nodes; inter_alpha */
-  int nic_map[TOPO_MAX_GPUS];    /* local device -> NIC */
-  int nic_map_len;               /* 0: device d uses NIC d * nics_per_node / gpus_per_node */
-  int nics_per_leaf;             /* NIC ports per leaf switch; 0: all on one switch (or rail) */
-  int spines;                    /* 1 */
-  double oversubscription;       /* leaf downlink / uplink bandwidth; 1 */
-  double spine_latency;          /* s added by a route through a spine; 0 */
-  topo_layout_t layout;          /* flat */
-  int *rank_order, nrank_order;  /* rank r runs on device slot rank_order[r]; none: slot r */
+  int gpus_per_node;          /* 0: the model's ranks_per_node (every rank on one node if 0) */
+  double fabric_bw;           /* bytes/s each way between a device and its node's fabric; 1/beta */
+  double fabric_latency;      /* s per message inside a node; alpha */
+  int nics_per_node;          /* 0: one per device */
+  double nic_bw;              /* bytes/s each way per NIC; 1/inter_beta */
+  double nic_latency;         /* s per message between nodes; inter_alpha */
+  int nic_map[TOPO_MAX_GPUS]; /* local device -> NIC */
+  int nic_map_len;            /* 0: device d uses NIC d * nics_per_node / gpus_per_node */
+  int nics_per_leaf;          /* NIC ports per leaf switch; 0: all on one switch (or rail) */
+  int spines;                 /* 1 */
+  double oversubscription;    /* leaf downlink / uplink bandwidth; 1 */
+  double spine_latency;       /* s added by a route through a spine; 0 */
+  topo_layout_t layout;       /* flat */
+  int *rank_order, nrank_order; /* rank r runs on device slot rank_order[r]; none: slot r */
 };
 typedef struct topo topo_t;
 
@@ -55,9 +55,9 @@ typedef struct {
   topo_layout_t layout;
   double fabric_latency, nic_latency, spine_latency;
   double fabric_bw, nic_bw, up_bw; /* up_bw: one leaf-spine link, each way */
-  int *slot_of;          /* rank -> device slot (node * gpus + local device) */
+  int *slot_of;                    /* rank -> device slot (node * gpus + local device) */
   int nic_of[TOPO_MAX_GPUS];
-  int dev0, nic0, up0;   /* first link ids: device up/down, NIC up/down, leaf-spine up/down */
+  int dev0, nic0, up0; /* first link ids: device up/down, NIC up/down, leaf-spine up/down */
 } topo_net_t;
 
 /* Resolves `t` against the model's defaults for `nranks` ranks and adds its links to `net`.
