@@ -14,6 +14,14 @@ ratio() {
     fail "$5: $1 / $2 outside $3 .. $4"
 }
 
+# The README's first two commands.
+out=$("$sim" -C all_reduce -A ring -p 64 --topology "$T") || fail "rail8 ring: $out"
+grep -q '^# network: 8 nodes of 8 devices' <<<"$out" || fail "no network line: $out"
+grep -q ' ring .* N/A ' <<<"$out" || fail "network mode should print no closed form: $out"
+out=$("$sim" -C all_to_all -p 16 --net gpus_per_node=1 --net nics_per_leaf=2 \
+  --net oversubscription=4 -b 1M -e 256M -f 4) || fail "fat-tree all-to-all: $out"
+[ "$(grep -c ' float32 ' <<<"$out")" -eq 10 ] || fail "expected 10 rows: $out"
+
 own=$(t -C all_to_all -A pairwise -p 16 --topology "$T" --net layout=flat --net nics_per_node=8 $G)
 shared=$(t -C all_to_all -A pairwise -p 16 --topology "$T" --net layout=flat --net nics_per_node=1 $G)
 ratio "$shared" "$own" 4 8 "one NIC per node vs one per device"
