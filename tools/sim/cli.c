@@ -10,6 +10,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/cost_constants.h"
+#include "common/error.h"
 
 /* What an option's value is and where it goes (offset into simcli_t). */
 typedef enum {
@@ -22,7 +23,10 @@ typedef enum {
   K_NO_HEADER,
   K_TRACE,
   K_TRANSPORT,
-  K_HELP
+  K_HELP,
+  K_TOPOLOGY,  /* a topology file: network mode */
+  K_NET,       /* one topology key=value: network mode */
+  K_RANK_ORDER /* a file of device slots, rank by rank: network mode */
 } kind_t;
 
 typedef struct {
@@ -57,6 +61,9 @@ static const opt_t options[] = {
     {0, "transport", K_TRANSPORT, 0, 0, 0},
     {0, "no-header", K_NO_HEADER, 0, 0, 0},
     {0, "trace", K_TRACE, 0, 0, 0},
+    {0, "topology", K_TOPOLOGY, 0, 0, 0},
+    {0, "net", K_NET, 0, 0, 0},
+    {0, "rank-order", K_RANK_ORDER, 0, 0, 0},
     {'h', "help", K_HELP, 0, 0, 0},
 };
 
@@ -120,6 +127,28 @@ static int parse_dtype(const char *name, void *at) {
   return -1;
 }
 
+/* Network mode's flags: they fill o->topo, which the model then points to (see check). */
+static int set_topo(simcli_t *o, kind_t kind, const char *flag, const char *v, char *err,
+                    size_t errlen) {
+  weft_result_t res;
+  o->has_topo = 1;
+  if (kind == K_TOPOLOGY) {
+    res = topo_load(&o->topo, v);
+  } else if (kind == K_RANK_ORDER) {
+    res = topo_load_order(&o->topo, v);
+  } else {
+    const char *eq = strchr(v, '=');
+    char key[64];
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof key)
+      return snprintf(err, errlen, "%s: want key=value, got '%s'", flag, v), SIMCLI_ERROR;
+    memcpy(key, v, (size_t)(eq - v));
+    key[eq - v] = '\0';
+    res = topo_set(&o->topo, key, eq + 1, flag);
+  }
+  if (res != WEFT_SUCCESS) return snprintf(err, errlen, "%s", err_last()), SIMCLI_ERROR;
+  return SIMCLI_OK;
+}
+
 static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, char *err,
                size_t errlen) {
   void *at = (char *)o + opt->at;
@@ -172,6 +201,10 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
       return SIMCLI_ERROR;
     case K_HELP:
       return SIMCLI_HELP;
+    case K_TOPOLOGY:
+    case K_NET:
+    case K_RANK_ORDER:
+      return set_topo(o, opt->kind, flag, v, err, errlen);
   }
   if (bad) return snprintf(err, errlen, "%s: bad value '%s'", flag, v), SIMCLI_ERROR;
   return SIMCLI_OK;
@@ -195,8 +228,22 @@ static const opt_t *find(const char *arg, const char **inline_value) {
 }
 
 /* What only makes sense once every flag is read. */
-static int check(simcli_t *o, char *err, size_t errlen) {
+static int check(simcli_t *o, int rpn_given, char *err, size_t errlen) {
   sim_model_t *m = &o->model;
+  if (o->has_topo) {
+    /* The schedules see nodes through ranks_per_node: the topology's gpus_per_node sets it. */
+    int g = o->topo.gpus_per_node;
+    if (g > 0 && rpn_given && g != m->ranks_per_node)
+      return snprintf(err, errlen, "--ranks-per-node %d but the topology has gpus_per_node %d",
+                      m->ranks_per_node, g),
+             SIMCLI_ERROR;
+    if (g > 0) m->ranks_per_node = g;
+    if (o->topo.rank_order && o->topo.nrank_order != o->nranks)
+      return snprintf(err, errlen, "rank order has %d entries for -p %d", o->topo.nrank_order,
+                      o->nranks),
+             SIMCLI_ERROR;
+    m->topo = &o->topo;
+  }
   if (o->minbytes > o->maxbytes)
     return snprintf(err, errlen, "-b %zu is larger than -e %zu", o->minbytes, o->maxbytes),
            SIMCLI_ERROR;
@@ -234,10 +281,11 @@ static void apply_transport(sim_model_t *m, cost_transport_t t, const int given[
 }
 
 int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size_t errlen) {
-  int inter_alpha = 0, inter_beta = 0;
+  int inter_alpha = 0, inter_beta = 0, rpn_given = 0;
   int given[5] = {0, 0, 0, 0, 0}; /* alpha, beta, gamma, inter-alpha, inter-beta */
   cost_transport_t transport = COST_NUM_TRANSPORTS;
   memset(o, 0, sizeof *o);
+  topo_init(&o->topo);
   o->coll = WEFT_COLL_ALL_REDUCE;
   o->algo = SIMCLI_ALL_ALGOS;
   o->nranks = 8;
@@ -259,6 +307,7 @@ int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size
     int rc = set(o, opt, arg, value, err, errlen);
     if (rc != SIMCLI_OK) return rc;
     if (opt->kind == K_TRANSPORT) transport = cost_transport_from_name(value);
+    rpn_given |= opt->at == AT(model.ranks_per_node) && opt->kind == K_INT;
     if (opt->kind != K_SECONDS) continue;
     inter_alpha |= opt->at == AT(model.inter_alpha);
     inter_beta |= opt->at == AT(model.inter_beta);
@@ -275,8 +324,10 @@ int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size
     if (!inter_alpha) o->model.inter_alpha = o->model.alpha;
     if (!inter_beta) o->model.inter_beta = o->model.beta;
   }
-  return check(o, err, errlen);
+  return check(o, rpn_given, err, errlen);
 }
+
+void simcli_free(simcli_t *o) { topo_free(&o->topo); }
 
 int simcli_root(const simcli_t *o) {
   if (o->root >= 0) return o->root;
@@ -292,12 +343,14 @@ void simcli_usage(FILE *out) {
       "                [-r root] [--alpha s] [--beta s/B] [--gamma s/B] [--inter-alpha s]\n"
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
       "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
+      "                [--topology file] [--net key=value] [--rank-order file]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
       "window 4. --transport: the library's committed constants of that transport (on one\n"
       "host; across hosts for links between nodes), the flags above override them.\n"
       "send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
-      "message: from, to, bytes, start and end (us).\n",
+      "message: from, to, bytes, start and end (us). --topology, --net and --rank-order turn\n"
+      "on the network mode: links shared max-min fairly (README.md, \"Network model\").\n",
       out);
 }

@@ -7,6 +7,7 @@
 
 #include "include/weft.h"
 #include "tools/sim/sim.h"
+#include "tools/sim/topology.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +27,8 @@ typedef struct {
   int root;           /* -r; -1: 0 for rooted collectives, the last rank for send/recv */
   sim_model_t model;  /* --alpha ... --no-header, from sim_model_defaults */
   int trace;          /* --trace: print every message */
+  topo_t topo;        /* --topology, --net, --rank-order; model.topo points here when given */
+  int has_topo;
 } simcli_t;
 
 enum { SIMCLI_OK = 0, SIMCLI_HELP = 1, SIMCLI_ERROR = 2 };
@@ -33,6 +36,9 @@ enum { SIMCLI_OK = 0, SIMCLI_HELP = 1, SIMCLI_ERROR = 2 };
 /* Parses argv[1..argc) into `o`; SIMCLI_ERROR comes with a one-line message in `err`. Checks the
  * (collective, algorithm) pair against the table and lists what the collective has. */
 int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size_t errlen);
+
+/* Frees what parsing allocated (the topology's rank order); `o` may be parsed again after. */
+void simcli_free(simcli_t *o);
 
 /* The root a run uses once -r and -p are known. */
 int simcli_root(const simcli_t *o);

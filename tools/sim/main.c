@@ -6,8 +6,28 @@
 #include "tools/sim/cli.h"
 #include "tools/sim/report.h"
 #include "tools/sim/sim.h"
+#include "tools/sim/topology.h"
 
-static void print_params(const simcli_t *o) {
+/* Network mode: what the topology resolved to. 1 if it does not fit the run. */
+static int print_network(const simcli_t *o) {
+  if (!o->model.topo) return 0;
+  net_t *net = net_create();
+  topo_net_t tn = {0};
+  char line[512];
+  weft_result_t res = net ? topo_build(o->model.topo, &o->model, o->nranks, net, &tn)
+                          : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  if (res == WEFT_SUCCESS) {
+    topo_describe(&tn, line, sizeof line);
+    printf("# network: %s\n", line);
+  } else {
+    fprintf(stderr, "weft-sim: %s\n", err_last());
+  }
+  topo_net_free(&tn);
+  net_free(net);
+  return res != WEFT_SUCCESS;
+}
+
+static int print_params(const simcli_t *o) {
   const sim_model_t *m = &o->model;
   int rpn = m->ranks_per_node > 0 ? m->ranks_per_node : o->nranks;
   printf("# weft-sim %s: %d ranks, %d per node, %s, slice %zu B, window %d, call descriptions %s\n",
@@ -15,9 +35,12 @@ static void print_params(const simcli_t *o) {
          m->window, m->headers ? "on" : "off");
   printf("# alpha %g s, beta %g s/B, gamma %g s/B, beta_mem %g s/B", m->alpha, m->beta, m->gamma,
          m->beta_mem);
-  if (rpn < o->nranks)
+  if (rpn < o->nranks && !m->topo)
     printf("; between nodes: alpha %g s, beta %g s/B", m->inter_alpha, m->inter_beta);
-  printf("\n#\n");
+  printf("\n");
+  if (print_network(o)) return 1;
+  printf("#\n");
+  return 0;
 }
 
 static void print_message(void *arg, int from, int to, double bytes, double start, double end,
@@ -37,7 +60,8 @@ static int row(const simcli_t *o, const algo_entry_t *e, const simrep_shape_t *s
     return 1;
   }
   cost_model_t cm = simrep_cost_model(&o->model, o->nranks);
-  double model = e->cost ? e->cost(&cm, o->nranks, (double)sh->bytes) : -1;
+  /* The closed forms count ports, not shared links: no closed form in network mode. */
+  double model = e->cost && !o->model.topo ? e->cost(&cm, o->nranks, (double)sh->bytes) : -1;
   char line[256];
   simrep_row(line, sizeof line, sh, o->dtype, e->algo, o->coll, o->nranks, r.time, model);
   fputs(line, stdout);
@@ -53,7 +77,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "weft-sim: %s\n", err);
     return 2;
   }
-  print_params(&o);
+  if (print_params(&o)) return simcli_free(&o), 2;
   simrep_header(line, sizeof line);
   fputs(line, stdout);
   size_t esize = weft_dtype_size(o.dtype);
@@ -69,5 +93,6 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
   }
+  simcli_free(&o);
   return failed;
 }

@@ -47,6 +47,7 @@ typedef struct {
   int window;                     /* WEFT_SLICES_IN_FLIGHT */
   int ranks_per_node;             /* ranks r and q share a node iff r / rpn == q / rpn; <= 0: one */
   int headers;                    /* send the call description as the executor does */
+  const struct topo *topo;        /* network mode (topology.h); NULL: the two ports per rank */
 } sim_model_t;
 
 /* weft-sim's defaults: a loopback-like alpha, beta, gamma (the library's per-transport ones are

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
+#include "tools/sim/topology.h"
 
 void sim_model_defaults(sim_model_t *m) {
   /* A loopback-like model (the library's defaults before its per-transport constants; the sim
@@ -22,9 +23,11 @@ void sim_model_defaults(sim_model_t *m) {
   m->window = 4;
   m->ranks_per_node = 0;
   m->headers = 1;
+  m->topo = NULL;
 }
 
 int sim_same_node(const sim_model_t *m, int a, int b) {
+  if (m->topo) return topo_node_of(m, a) == topo_node_of(m, b); /* its rank order */
   return m->ranks_per_node <= 0 || a / m->ranks_per_node == b / m->ranks_per_node;
 }
 
@@ -92,7 +95,7 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
   int rpn = w->m->ranks_per_node;
   int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
   if (node_of) {
-    for (int r = 0; r < c->nranks; r++) node_of[r] = r / rpn;
+    for (int r = 0; r < c->nranks; r++) node_of[r] = topo_node_of(w->m, r); /* r / rpn */
     a.node_of = node_of;
     a.nnodes = (c->nranks + rpn - 1) / rpn;
   }

@@ -60,6 +60,8 @@ typedef struct {
   sim_ev_kind_t kind;
   int from, from_stream, to, to_stream, to_slot; /* SIM_EV_XFER; SIM_EV_CPU uses `to` */
   double start, bytes;
+  int flow;         /* network mode (sim_net.h): 1 + the flow this drains; -1 rates; 0 delivery */
+  unsigned version; /* network mode: the flow's rate version this finish time was computed at */
 } sim_event_t;
 
 typedef struct {
@@ -79,7 +81,10 @@ typedef struct {
   sim_trace_fn trace;
   void *trace_arg;
   sim_result_t res;
+  struct simnet *net; /* network mode (sim_net.h); NULL: the two ports per rank */
 } sim_world_t;
+
+typedef struct simnet simnet_t;
 
 /* Builds every rank's schedule and streams; checks that the two ends of each pair of streams
  * carry the same number of messages. sim_world_free is safe after a failed build. */

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
+#include "tools/sim/sim_net.h"
 
 /* A send stream whose head waits only for ports, ordered first-come first-served. */
 typedef struct {
@@ -162,6 +163,7 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   w->res.messages++;
   w->res.bytes += bytes;
   w->res.cross_node += !sim_same_node(w->m, from, out->peer);
+  if (w->net) return simnet_start(w, &e); /* network mode: a flow on its route instead */
   return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
@@ -210,12 +212,16 @@ static weft_result_t try_start(sim_world_t *w, cands_t *c) {
   for (int k = 0; k < c->n; k++) {
     sim_rank_t *s = &w->ranks[c->v[k].rank];
     int peer = s->streams[c->v[k].stream].peer;
-    if (!s->out_busy && !w->ranks[peer].in_busy) WEFT_CHECK(start(w, c->v[k].rank, c->v[k].stream));
+    /* Network mode: no port rule, one message in flight per stream (sim_net.c). */
+    int go =
+        w->net ? s->streams[c->v[k].stream].count == 0 : !s->out_busy && !w->ranks[peer].in_busy;
+    if (go) WEFT_CHECK(start(w, c->v[k].rank, c->v[k].stream));
   }
   return WEFT_SUCCESS;
 }
 
 static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
+  if (e->flow) return simnet_drained(w, e); /* network mode: a flow drained, or a stale end */
   sim_rank_t *s = &w->ranks[e->from], *d = &w->ranks[e->to];
   sim_stream_t *out = &s->streams[e->from_stream], *in = &d->streams[e->to_stream];
   if (w->trace) {
@@ -306,7 +312,9 @@ static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trac
                             sim_result_t *out) {
   w->trace = trace;
   w->trace_arg = trace_arg;
+  if (res == WEFT_SUCCESS) res = simnet_create(w);
   if (res == WEFT_SUCCESS) res = run(w);
+  simnet_free(w);
   if (res == WEFT_SUCCESS) {
     *out = w->res;
     out->time = 0;
