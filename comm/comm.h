@@ -56,6 +56,7 @@ struct weft_comm {
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
   algo_policy_t algo_policy;     /* what WEFT_ALGO forces */
+  struct msccl_program *algo_prog; /* WEFT_ALGO_FILE or weft_comm_load_algo's program, or NULL */
   cost_model_t model;            /* alpha, beta, gamma: the same on every rank */
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
@@ -130,6 +131,11 @@ weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
  * both ends have a verbs port of one link layer, else tcp; unless WEFT_TRANSPORT says otherwise),
  * connects the ring, and measures the cost model if `measure`. */
 weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all, int measure);
+
+/* Loads the MSCCL program at `path` for c (NULL: unloads it), after every rank has agreed it
+ * loaded the same one (algo_file.c). Collective; on failure c keeps its previous program. */
+weft_result_t comm_algo_load(weft_comm_t *c, const char *path);
+void comm_algo_release(weft_comm_t *c);
 
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`
  * failing the operations not yet started with WEFT_ERR_ABORTED. */
