@@ -41,6 +41,7 @@ typedef struct {
   int id, send, recv, chan, line;
   step_t *steps;
   int nsteps;
+  int send_pair, recv_pair; /* reference execution: its (sender, receiver) streams, -1: none */
 } tb_t;
 
 typedef struct {
@@ -246,14 +247,13 @@ static weft_result_t read_gpu(const ctx_t *c, int e, msccl_program_t *p) {
   if (!g->tbs) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");
   for (int k = c->d->elems[e].first_child; k >= 0; k = c->d->elems[k].next_sibling) {
     if (strcmp(xml_name(c->d, k), "tb") != 0) return unexpected(c, k, "gpu");
-    tb_t *tb = &g->tbs[g->ntbs];
+    tb_t *tb = &g->tbs[g->ntbs++]; /* counted first: msccl_free frees what read_tb took */
     WEFT_CHECK(read_tb(c, k, p, g, tb));
-    if (tb->id != g->ntbs)
+    if (tb->id != g->ntbs - 1)
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                       "%s:%d: <tb>: id=\"%d\" but it is tb %d of gpu %d (ids are numbered in order "
                       "from 0)",
-                      c->what, tb->line, tb->id, g->ntbs, id);
-    g->ntbs++;
+                      c->what, tb->line, tb->id, g->ntbs - 1, id);
   }
   /* One tb per (send peer, channel) and per (receive peer, channel): a channel's messages must
    * pair up in order, which two tbs on one channel would leave undefined. */
@@ -366,34 +366,46 @@ static int tb_count(const tb_t *tb, int is_send) {
   return n;
 }
 
+/* Whether tb `x` (on gpu a) and tb `y` (on gpu b) carry a -> b on one channel. */
+static weft_result_t match_pair(const msccl_program_t *p, int a, const tb_t *sx, int b,
+                                const tb_t *rx, int ch) {
+  int ns = sx ? tb_count(sx, 1) : 0, nr = rx ? tb_count(rx, 0) : 0;
+  for (int k = 0; k < ns || k < nr; k++) {
+    const step_t *s = k < ns ? nth(sx, k, 1) : NULL, *r = k < nr ? nth(rx, k, 0) : NULL;
+    if (!r)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "%s:%d: <step>: gpu %d sends message %d to gpu %d on channel %d, but gpu %d "
+                      "receives only %d from gpu %d there (unmatched send)",
+                      p->what, s->line, a, k, b, ch, b, nr, a);
+    if (!s)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "%s:%d: <step>: gpu %d receives message %d from gpu %d on channel %d, but "
+                      "gpu %d sends only %d to gpu %d there (unmatched receive)",
+                      p->what, r->line, b, k, a, ch, a, ns, b);
+    if (s->cnt != r->cnt)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "%s:%d: <step>: gpu %d sends %d chunks to gpu %d on channel %d, but its "
+                      "receive there (line %d) takes %d",
+                      p->what, s->line, a, s->cnt, b, ch, r->line, r->cnt);
+  }
+  return WEFT_SUCCESS;
+}
+
 /* Gpu a's sends to b on a channel pair up, in order and in size, with b's receives from a. */
 static weft_result_t check_matching(const msccl_program_t *p) {
-  for (int a = 0; a < p->ngpus; a++)
-    for (int b = 0; b < p->ngpus; b++)
-      for (int ch = 0; ch < p->nchannels && a != b; ch++) {
-        int ts = tb_for(&p->gpus[a], b, 1, ch), tr = tb_for(&p->gpus[b], a, 0, ch);
-        const tb_t *sx = ts >= 0 ? &p->gpus[a].tbs[ts] : NULL;
-        const tb_t *rx = tr >= 0 ? &p->gpus[b].tbs[tr] : NULL;
-        int ns = sx ? tb_count(sx, 1) : 0, nr = rx ? tb_count(rx, 0) : 0;
-        for (int k = 0; k < ns || k < nr; k++) {
-          const step_t *s = k < ns ? nth(sx, k, 1) : NULL, *r = k < nr ? nth(rx, k, 0) : NULL;
-          if (!r)
-            return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                            "%s:%d: <step>: gpu %d sends message %d to gpu %d on channel %d, but "
-                            "gpu %d receives only %d from gpu %d there (unmatched send)",
-                            p->what, s->line, a, k, b, ch, b, nr, a);
-          if (!s)
-            return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                            "%s:%d: <step>: gpu %d receives message %d from gpu %d on channel %d, "
-                            "but gpu %d sends only %d to gpu %d there (unmatched receive)",
-                            p->what, r->line, b, k, a, ch, a, ns, b);
-          if (s->cnt != r->cnt)
-            return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                            "%s:%d: <step>: gpu %d sends %d chunks to gpu %d on channel %d, but "
-                            "its receive there (line %d) takes %d",
-                            p->what, s->line, a, s->cnt, b, ch, r->line, r->cnt);
-        }
+  for (int a = 0; a < p->ngpus; a++) {
+    const gpu_t *x = &p->gpus[a];
+    for (int t = 0; t < x->ntbs; t++) {
+      const tb_t *tb = &x->tbs[t];
+      if (tb->send >= 0) {
+        int tr = tb_for(&p->gpus[tb->send], a, 0, tb->chan);
+        const tb_t *rx = tr >= 0 ? &p->gpus[tb->send].tbs[tr] : NULL;
+        WEFT_CHECK(match_pair(p, a, tb, tb->send, rx, tb->chan));
       }
+      if (tb->recv >= 0 && tb_for(&p->gpus[tb->recv], a, 1, tb->chan) < 0)
+        WEFT_CHECK(match_pair(p, tb->recv, NULL, a, tb, tb->chan));
+    }
+  }
   return WEFT_SUCCESS;
 }
 
@@ -413,11 +425,37 @@ typedef struct {
 static weft_result_t reference_run(msccl_program_t *p) {
   int n = p->ngpus;
   weft_result_t res = WEFT_SUCCESS;
-  fifo_t *fifo = calloc((size_t)n * (size_t)n, sizeof *fifo); /* [from * n + to] */
+  fifo_t *fifo = NULL;
   int **pc = calloc((size_t)n, sizeof *pc);
-  int *ready_tb = NULL, *ready_g = NULL;
-  int total = 0, nready_cap = 0;
-  if (!fifo || !pc) goto oom;
+  int *ready_tb = NULL, *ready_g = NULL, *pair_from = NULL, *pair_to = NULL;
+  int total = 0, nready_cap = 0, npairs = 0, ntbs = 0;
+  if (!pc) goto oom;
+  /* One stream per (sender, receiver) that some tb sends on, numbered as found. */
+  for (int g = 0; g < n; g++) ntbs += p->gpus[g].ntbs;
+  pair_from = malloc(sizeof(int) * (size_t)(ntbs + 1));
+  pair_to = malloc(sizeof(int) * (size_t)(ntbs + 1));
+  fifo = calloc((size_t)ntbs + 1, sizeof *fifo);
+  if (!pair_from || !pair_to || !fifo) goto oom;
+  for (int g = 0; g < n; g++)
+    for (int t = 0; t < p->gpus[g].ntbs; t++) {
+      tb_t *tb = &p->gpus[g].tbs[t];
+      tb->send_pair = -1;
+      if (tb->send < 0) continue;
+      for (int k = 0; k < npairs && tb->send_pair < 0; k++)
+        if (pair_from[k] == g && pair_to[k] == tb->send) tb->send_pair = k;
+      if (tb->send_pair < 0) {
+        pair_from[npairs] = g;
+        pair_to[npairs] = tb->send;
+        tb->send_pair = npairs++;
+      }
+    }
+  for (int g = 0; g < n; g++)
+    for (int t = 0; t < p->gpus[g].ntbs; t++) {
+      tb_t *tb = &p->gpus[g].tbs[t];
+      tb->recv_pair = -1;
+      for (int k = 0; k < npairs && tb->recv >= 0 && tb->recv_pair < 0; k++)
+        if (pair_from[k] == tb->recv && pair_to[k] == g) tb->recv_pair = k;
+    }
   for (int g = 0; g < n; g++) {
     gpu_t *x = &p->gpus[g];
     int steps = 0;
@@ -443,8 +481,8 @@ static weft_result_t reference_run(msccl_program_t *p) {
         const step_t *st = &tb->steps[pc[g][t]];
         if (st->depid >= 0 && pc[g][st->depid] <= st->deps) continue;
         if (type_recvs(st->type)) {
-          const fifo_t *f = &fifo[tb->recv * n + g];
-          if (f->head >= f->n || f->v[f->head].chan != tb->chan ||
+          const fifo_t *f = tb->recv_pair >= 0 ? &fifo[tb->recv_pair] : NULL;
+          if (!f || f->head >= f->n || f->v[f->head].chan != tb->chan ||
               f->v[f->head].idx != st->recv_idx)
             continue;
         }
@@ -458,9 +496,9 @@ static weft_result_t reference_run(msccl_program_t *p) {
       gpu_t *x = &p->gpus[g];
       const tb_t *tb = &x->tbs[t];
       const step_t *st = &tb->steps[pc[g][t]];
-      if (type_recvs(st->type)) fifo[tb->recv * n + g].head++;
+      if (type_recvs(st->type)) fifo[tb->recv_pair].head++;
       if (type_sends(st->type)) {
-        fifo_t *f = &fifo[g * n + tb->send];
+        fifo_t *f = &fifo[tb->send_pair];
         if (f->n == f->cap) {
           int cap = f->cap ? 2 * f->cap : 16;
           msg_t *v = realloc(f->v, sizeof *v * (size_t)cap);
@@ -484,9 +522,10 @@ static weft_result_t reference_run(msccl_program_t *p) {
       const tb_t *tb = &x->tbs[t];
       const step_t *st = &tb->steps[pc[g][t]];
       if (st->depid >= 0 && pc[g][st->depid] <= st->deps) continue;
-      const fifo_t *f = &fifo[tb->recv * n + g];
+      if (!type_recvs(st->type)) continue;
+      const fifo_t *f = tb->recv_pair >= 0 ? &fifo[tb->recv_pair] : NULL;
       int sent = 0;
-      for (int k = f->head; k < f->n; k++)
+      for (int k = f ? f->head : 0; f && k < f->n; k++)
         sent |= f->v[k].chan == tb->chan && f->v[k].idx == st->recv_idx;
       if (sent)
         res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
@@ -499,8 +538,8 @@ static weft_result_t reference_run(msccl_program_t *p) {
       else
         res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                        "%s:%d: <step>: gpu %d tb %d step %d waits for a message from gpu %d on "
-                       "channel %d that is never sent: the program deadlocks",
-                       p->what, st->line, g, t, pc[g][t], tb->recv, tb->chan);
+                       "channel %d that gpu %d never gets to send: the program deadlocks",
+                       p->what, st->line, g, t, pc[g][t], tb->recv, tb->chan, tb->recv);
     }
   }
   if (res == WEFT_SUCCESS && p->ngpus > 0) {
@@ -514,7 +553,9 @@ static weft_result_t reference_run(msccl_program_t *p) {
 oom:
   res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");
 out:
-  for (int i = 0; fifo && i < n * n; i++) free(fifo[i].v);
+  for (int i = 0; fifo && i < npairs; i++) free(fifo[i].v);
+  free(pair_from);
+  free(pair_to);
   for (int g = 0; pc && g < n; g++) free(pc[g]);
   free(fifo);
   free(pc);
