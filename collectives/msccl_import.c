@@ -735,6 +735,7 @@ typedef struct {
   int *base;               /* per tb: index of its step 0 in first_op/last_op */
   int prelude;             /* the copy every first step waits for, -1: none */
   size_t *rrs_off;         /* per (tb, step): its result's scratch offset */
+  int *seen_any, *seen_whole; /* per (tb, step): the op wait_for last visited it for */
 } build_t;
 
 static range_t map(const build_t *b, int buf, int off, int cnt) {
@@ -775,41 +776,75 @@ static int slicewise(const build_t *b, int t1, int s1, int t2, int s2) {
   return same;
 }
 
-/* Adds to op `op` what step (tb, si) waits for: the op that finishes step (dt, ds), or, for a
- * nop, what that waits for in turn (whole). `depth` bounds chains of nops. */
-static weft_result_t wait_for(build_t *b, int op, int tb, int si, int dt, int ds, int whole,
-                              int depth) {
-  if (dt < 0 || ds < 0) {
-    if (b->prelude >= 0 && ds < 0 && dt >= 0)
-      if (sched_add_dep(b->s, op, b->prelude, 1) < 0) goto oom;
-    return WEFT_SUCCESS;
-  }
-  int done = b->last_op[b->base[dt] + ds];
-  if (done >= 0) {
-    int w = whole || !slicewise(b, tb, si, dt, ds);
-    /* The same prerequisite twice: keep the stricter. */
-    const sched_op_t *o = &b->s->ops[op];
-    for (int k = 0; k < sched_ndeps(o); k++) {
-      sched_dep_t d = sched_dep_at(b->s, o, k);
-      if (d.op != done) continue;
-      if (w && !d.whole) {
-        if (k == 0 && o->dep == done)
-          b->s->ops[op].dep_whole = 1;
-        else
-          b->s->deps[o->more_deps + k - (o->dep >= 0)].whole = 1;
-      }
-      return WEFT_SUCCESS;
+/* Whether step (t1, s1) writes memory that step (t2, s2) sends from. */
+static int overwrites_sent(const build_t *b, int t1, int s1, int t2, int s2) {
+  const step_t *x = &b->x->tbs[t1].steps[s1], *y = &b->x->tbs[t2].steps[s2];
+  range_t w[2], src;
+  int nw = 0;
+  if (type_writes_dst(x->type)) w[nw++] = map(b, x->dstbuf, x->dstoff, x->cnt);
+  if (x->type == T_RRS)
+    w[nw++] = (range_t){SCHED_SCRATCH, b->rrs_off[b->base[t1] + s1], (size_t)x->cnt * b->chunk};
+  if (y->type == T_S)
+    src = map(b, y->srcbuf, y->srcoff, y->cnt);
+  else if (y->type == T_RRS)
+    src = (range_t){SCHED_SCRATCH, b->rrs_off[b->base[t2] + s2], (size_t)y->cnt * b->chunk};
+  else
+    src = map(b, y->dstbuf, y->dstoff, y->cnt);
+  for (int i = 0; i < nw; i++)
+    if (w[i].buf == src.buf && w[i].off < src.off + src.len && src.off < w[i].off + w[i].len)
+      return 1;
+  return 0;
+}
+
+/* Adds `dep` to op's prerequisites; the same one twice keeps the stricter. */
+static weft_result_t add_dep(build_t *b, int op, int dep, int w) {
+  const sched_op_t *o = &b->s->ops[op];
+  for (int k = 0; k < sched_ndeps(o); k++) {
+    sched_dep_t d = sched_dep_at(b->s, o, k);
+    if (d.op != dep) continue;
+    if (w && !d.whole) {
+      if (k == 0 && o->dep == dep)
+        b->s->ops[op].dep_whole = 1;
+      else
+        b->s->deps[o->more_deps + k - (o->dep >= 0)].whole = 1;
     }
-    if (sched_add_dep(b->s, op, done, w) < 0) goto oom;
     return WEFT_SUCCESS;
   }
-  if (depth > 100000) return WEFT_ERR(WEFT_ERR_INTERNAL, "msccl: nop chain too long");
-  const step_t *nop = &b->x->tbs[dt].steps[ds];
-  WEFT_CHECK(wait_for(b, op, tb, si, dt, ds - 1, 1, depth + 1));
-  if (nop->depid >= 0) WEFT_CHECK(wait_for(b, op, tb, si, nop->depid, nop->deps, 1, depth + 1));
+  if (sched_add_dep(b->s, op, dep, w) < 0)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory building the schedule");
   return WEFT_SUCCESS;
-oom:
-  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory building the schedule");
+}
+
+/* Adds to op `op` what step (tb, si) needs of step (dt, ds), which comes before it on its tb or
+ * is its depid/deps. A step's sending part only reads: unless (tb, si) overwrites what it sends,
+ * waiting for the send to complete -- for the peer to take it -- would only couple the two ranks'
+ * progress (a ring whose every rank waits for its own send before receiving deadlocks once a
+ * chunk outgrows the link's buffers). So such a wait goes to the step's receive, or, for a plain
+ * send, on to what the send itself waited for. A nop passes on what it waited for, whole. Each
+ * step is visited at most twice per op (seen_any, seen_whole). */
+static weft_result_t wait_for(build_t *b, int op, int tb, int si, int dt, int ds, int whole) {
+  if (dt < 0 || ds < 0) {
+    if (b->prelude >= 0 && ds < 0 && dt >= 0) return add_dep(b, op, b->prelude, 1);
+    return WEFT_SUCCESS;
+  }
+  int slot = b->base[dt] + ds;
+  if (b->seen_whole[slot] == op || (b->seen_any[slot] == op && !whole)) return WEFT_SUCCESS;
+  b->seen_any[slot] = op;
+  if (whole) b->seen_whole[slot] = op;
+  const step_t *y = &b->x->tbs[dt].steps[ds];
+  int pass = y->type == T_NOP;
+  int target = b->last_op[slot];
+  if (type_sends(y->type) && !overwrites_sent(b, tb, si, dt, ds)) {
+    if (y->type == T_S)
+      pass = 1;
+    else
+      target = b->first_op[slot];
+  }
+  if (!pass) return add_dep(b, op, target, whole || !slicewise(b, tb, si, dt, ds));
+  int w = whole || y->type == T_NOP;
+  WEFT_CHECK(wait_for(b, op, tb, si, dt, ds - 1, w));
+  if (y->depid >= 0) WEFT_CHECK(wait_for(b, op, tb, si, y->depid, y->deps, w));
+  return WEFT_SUCCESS;
 }
 
 static int add_op(build_t *b, sched_op_t op) {
@@ -873,8 +908,8 @@ static weft_result_t emit_step(build_t *b, int tb_i, int si) {
   last = add_op(b, op);
   if (last < 0) goto oom;
   first = last;
-  WEFT_CHECK(wait_for(b, first, tb_i, si, tb_i, si - 1, 0, 0));
-  if (st->depid >= 0) WEFT_CHECK(wait_for(b, first, tb_i, si, st->depid, st->deps, 0, 0));
+  WEFT_CHECK(wait_for(b, first, tb_i, si, tb_i, si - 1, 0));
+  if (st->depid >= 0) WEFT_CHECK(wait_for(b, first, tb_i, si, st->depid, st->deps, 0));
   if (st->type == T_RCS || st->type == T_RRS || st->type == T_RRCS) {
     sched_op_t send = {.kind = SCHED_SEND, .peer = tb->send, .buf = dst.buf, .offset = dst.off,
                        .count = op.count, .dep = first, .fwd = -1, .step = si,
@@ -904,8 +939,10 @@ weft_result_t msccl_build(const msccl_program_t *p, schedule_t *s, const sched_a
   b.last_op = malloc(sizeof(int) * (size_t)(nsteps + 1));
   b.base = malloc(sizeof(int) * (size_t)(x->ntbs + 1));
   b.rrs_off = malloc(sizeof(size_t) * (size_t)(nsteps + 1));
+  b.seen_any = malloc(sizeof(int) * (size_t)(nsteps + 1));
+  b.seen_whole = malloc(sizeof(int) * (size_t)(nsteps + 1));
   weft_result_t res = WEFT_SUCCESS;
-  if (!b.first_op || !b.last_op || !b.base || !b.rrs_off) {
+  if (!b.first_op || !b.last_op || !b.base || !b.rrs_off || !b.seen_any || !b.seen_whole) {
     res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory building the schedule");
     goto out;
   }
@@ -913,7 +950,7 @@ weft_result_t msccl_build(const msccl_program_t *p, schedule_t *s, const sched_a
   for (int t = 0, k = 0; t < x->ntbs; t++) {
     b.base[t] = k;
     for (int si = 0; si < x->tbs[t].nsteps; si++, k++) {
-      b.first_op[k] = b.last_op[k] = -1;
+      b.first_op[k] = b.last_op[k] = b.seen_any[k] = b.seen_whole[k] = -1;
       b.rrs_off[k] = scratch;
       if (x->tbs[t].steps[si].type == T_RRS) scratch += (size_t)x->tbs[t].steps[si].cnt * b.chunk;
     }
@@ -1002,6 +1039,8 @@ out:
   free(b.last_op);
   free(b.base);
   free(b.rrs_off);
+  free(b.seen_any);
+  free(b.seen_whole);
   if (res != WEFT_SUCCESS) sched_free(s);
   return res;
 }

@@ -123,6 +123,28 @@ INSTANTIATE_TEST_SUITE_P(Worlds, MscclRun,
                            return std::to_string(i.param.n) + "_" + i.param.transport;
                          });
 
+// Chunks larger than a link holds (shm: 32 slots of 64 KiB): a ring step that waited for its own
+// send to be taken before receiving would deadlock here, every rank waiting on the next.
+TEST(MscclRunLarge, ChunksLargerThanTheLinkBuffers) {
+  std::string ring = msccl_test::write_temp(msccl_test::ring_all_reduce(3, 1).xml(), "large");
+  auto results = mp_run(
+      3,
+      [&](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "shm", 1);
+        setenv("WEFT_TIMEOUT_MS", "20000", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (weft_comm_load_algo(comm, ring.c_str()) != WEFT_SUCCESS) return weft_last_error();
+        err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_AUTO, WEFT_FLOAT32, WEFT_SUM,
+                         3 * 700000, false, 0);
+        weft_comm_destroy(comm);
+        return err;
+      },
+      120000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 // The program is what runs: one that only reduce-scatters leaves the other chunks wrong, so the
 // all-reduce check fails; a call that names its algorithm, and other collectives, do not use it.
 TEST(MscclRunErrors, TheLoadedProgramIsWhatRuns) {
