@@ -20,6 +20,7 @@ typedef enum {
   K_SECONDS,
   K_NO_HEADER,
   K_TRACE,
+  K_PATH,
   K_HELP
 } kind_t;
 
@@ -54,6 +55,7 @@ static const opt_t options[] = {
     {0, "window", K_INT, AT(model.window), 1, 64}, /* 64: executor.c's MAX_WINDOW */
     {0, "no-header", K_NO_HEADER, 0, 0, 0},
     {0, "trace", K_TRACE, 0, 0, 0},
+    {0, "algo-file", K_PATH, AT(algo_file), 0, 0},
     {'h', "help", K_HELP, 0, 0, 0},
 };
 
@@ -130,6 +132,13 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
                "%s: unknown collective '%s' (all_reduce broadcast reduce all_gather "
                "reduce_scatter barrier send recv gather scatter all_to_all all_to_allv)",
                flag, v);
+      return SIMCLI_ERROR;
+    case K_PATH:
+      if (strlen(v) < sizeof o->algo_file) {
+        snprintf(o->algo_file, sizeof o->algo_file, "%s", v);
+        break;
+      }
+      snprintf(err, errlen, "%s: path longer than %zu bytes", flag, sizeof o->algo_file - 1);
       return SIMCLI_ERROR;
     case K_ALGO:
       o->algo = strcmp(v, "all") == 0 ? SIMCLI_ALL_ALGOS : weft_algo_from_name(v);
@@ -258,11 +267,12 @@ void simcli_usage(FILE *out) {
       "                [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-d dtype]\n"
       "                [-r root] [--alpha s] [--beta s/B] [--gamma s/B] [--inter-alpha s]\n"
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
-      "                [--no-header] [--trace]\n"
+      "                [--no-header] [--trace] [--algo-file program.xml]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
       "window 4. send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
-      "message: from, to, bytes, start and end (us).\n",
+      "message: from, to, bytes, start and end (us). --algo-file simulates an MSCCL program\n"
+      "(XML) instead: its collective on its ranks (-C and -p are taken from it).\n",
       out);
 }

@@ -26,6 +26,7 @@ typedef struct {
   int root;           /* -r; -1: 0 for rooted collectives, the last rank for send/recv */
   sim_model_t model;  /* --alpha ... --no-header, from sim_model_defaults */
   int trace;          /* --trace: print every message */
+  char algo_file[512]; /* --algo-file: an MSCCL program run instead of the table's algorithms */
 } simcli_t;
 
 enum { SIMCLI_OK = 0, SIMCLI_HELP = 1, SIMCLI_ERROR = 2 };
