@@ -279,6 +279,58 @@ TEST(MscclImport, MalformedProgramsAreRefused) {
   }
 }
 
+// The schedule fields the importer needs: further dependencies (earlier ops only, counts as
+// dep's), a local reduce with its ranges inside the buffers, and the list kept per op.
+TEST(ScheduleFields, FurtherDependenciesAndLocalReduce) {
+  schedule_t s;
+  sched_init(&s, 8, 8);
+  sched_op_t recv = {};
+  recv.kind = SCHED_RECV_COPY;
+  recv.peer = 1;
+  recv.buf = SCHED_RECVBUF;
+  recv.count = 4;
+  recv.dep = -1;
+  int a = sched_add(&s, &recv);
+  recv.offset = 4;
+  int b = sched_add(&s, &recv);
+  sched_op_t red = {};
+  red.kind = SCHED_REDUCE;
+  red.peer = -1;
+  red.buf = SCHED_RECVBUF;
+  red.src_buf = SCHED_SENDBUF;
+  red.count = 4;
+  red.dep = -1;
+  int c = sched_add(&s, &red);
+  ASSERT_EQ(sched_add_dep(&s, c, a, 0), 0);
+  ASSERT_EQ(sched_add_dep(&s, c, b, 1), 0);
+  EXPECT_EQ(sched_ndeps(&s.ops[c]), 2);
+  EXPECT_EQ(sched_dep_at(&s, &s.ops[c], 1).op, b);
+  EXPECT_EQ(sched_validate(&s, 2), WEFT_SUCCESS) << err_last();
+  EXPECT_STREQ(sched_kind_name(SCHED_REDUCE), "reduce");
+  // Another op got a further dependency since: op c's list can no longer grow.
+  sched_op_t d = red;
+  int e = sched_add(&s, &d);
+  ASSERT_EQ(sched_add_dep(&s, e, a, 0), 0);
+  ASSERT_EQ(sched_add_dep(&s, e, b, 0), 0);
+  EXPECT_EQ(sched_add_dep(&s, c, e, 0), -1);
+  EXPECT_EQ(sched_validate(&s, 2), WEFT_SUCCESS) << err_last();
+  // A further dependency on a later op.
+  s.deps[s.ops[c].more_deps].op = e;
+  EXPECT_EQ(sched_validate(&s, 2), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("depends on later op"), std::string::npos) << err_last();
+  s.deps[s.ops[c].more_deps] = {b, 0};
+  // Slice by slice needs the same count.
+  s.ops[b].count = 3;
+  EXPECT_EQ(sched_validate(&s, 2), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("has another count"), std::string::npos) << err_last();
+  s.ops[b].count = 4;
+  // The local reduce's operand inside its buffer.
+  s.ops[c].src_offset = 6;
+  EXPECT_EQ(sched_validate(&s, 2), WEFT_ERR_INTERNAL);
+  EXPECT_NE(std::string(err_last()).find("source range outside"), std::string::npos) << err_last();
+  sched_free(&s);
+}
+
 // Garbage of every sort fails cleanly (tests/fuzz runs the reader much longer).
 TEST(MscclImport, ArbitraryBytesNeverCrash) {
   std::string base = msccl_test::all_pairs_all_reduce(3, 2).xml();
