@@ -686,6 +686,19 @@ static void call_sizes(weft_coll_t coll, int nranks, size_t count, size_t *in, s
   *out = coll == WEFT_COLL_ALL_GATHER || coll == WEFT_COLL_ALL_TO_ALL ? n * count : count;
 }
 
+size_t msccl_count_unit(const msccl_program_t *p, int nranks) {
+  size_t in, out;
+  call_sizes(p->coll, nranks, 1, &in, &out);
+  /* The smallest count whose input cuts into the chunks: chunks / gcd(chunks, in per count). */
+  size_t chunks = (size_t)p->gpus[0].chunks[BUF_I], x = chunks, y = in;
+  while (y) {
+    size_t t = x % y;
+    x = y;
+    y = t;
+  }
+  return chunks / x;
+}
+
 weft_result_t msccl_applies(const msccl_program_t *p, weft_coll_t coll, int nranks, size_t count,
                             int *use) {
   *use = 0;
@@ -694,25 +707,7 @@ weft_result_t msccl_applies(const msccl_program_t *p, weft_coll_t coll, int nran
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "algorithm file %s is for %d ranks (ngpus) but the communicator has %d",
                     p->what, p->ngpus, nranks);
-  if (count == 0) return WEFT_SUCCESS;
-  size_t in, out;
-  call_sizes(coll, nranks, count, &in, &out);
-  size_t chunks = (size_t)p->gpus[0].chunks[BUF_I];
-  if (in % chunks != 0) {
-    /* The smallest count whose input cuts into the chunks: chunks / gcd(chunks, in / count). */
-    size_t x = chunks, y = in / count;
-    while (y) {
-      size_t t = x % y;
-      x = y;
-      y = t;
-    }
-    size_t unit = chunks / x;
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
-                    "%s of count %zu: algorithm file %s cuts the input (%zu elements) into %zu "
-                    "chunks: the count must be a multiple of %zu",
-                    weft_coll_name(coll), count, p->what, in, chunks, unit);
-  }
-  *use = 1;
+  *use = count > 0 && count % msccl_count_unit(p, nranks) == 0;
   return WEFT_SUCCESS;
 }
 

@@ -56,12 +56,14 @@ int msccl_nchannels(const msccl_program_t *p);
 uint64_t msccl_hash(const msccl_program_t *p);
 
 /* Whether a call of `coll` with `count` (weft.h's per-rank count) on `nranks` ranks runs this
- * program: its collective and size. A count that does not cut into the program's chunks is not
- * run by it: WEFT_ERR_INVALID_ARGUMENT naming the multiple (NCCL's MSCCL refuses such sizes too);
- * *use = 0 with WEFT_SUCCESS for other collectives and count 0. A communicator of another size
- * is WEFT_ERR_INVALID_ARGUMENT naming both sizes. */
+ * program: its collective, and a count that cuts into its chunks (a multiple of
+ * msccl_count_unit). Other counts, count 0 and other collectives are not run by it (*use = 0):
+ * they take the normal choice, as NCCL's MSCCL leaves sizes outside a program's range to NCCL's
+ * own algorithms. A communicator of another size is WEFT_ERR_INVALID_ARGUMENT naming both. */
 weft_result_t msccl_applies(const msccl_program_t *p, weft_coll_t coll, int nranks, size_t count,
                             int *use);
+/* The counts the program runs are the multiples of this (weft.h's per-rank count). */
+size_t msccl_count_unit(const msccl_program_t *p, int nranks);
 
 /* Rank a->rank's schedule for the call in `a` (msccl_applies said yes). */
 weft_result_t msccl_build(const msccl_program_t *p, schedule_t *s, const sched_args_t *a);

@@ -161,7 +161,7 @@ TEST(MscclImport, SeveralDependenciesAndLocalReduce) {
   msccl_free(p);
 }
 
-TEST(MscclImport, CountsThatDoNotCutIntoChunks) {
+TEST(MscclImport, CountsThatDoNotCutIntoChunksTakeTheNormalChoice) {
   msccl_program_t* p;
   ASSERT_EQ(Parse(msccl_test::ring_all_reduce(4, 2).xml(), &p), "");
   int use = -1;
@@ -171,13 +171,18 @@ TEST(MscclImport, CountsThatDoNotCutIntoChunks) {
   EXPECT_EQ(use, 0);  // another collective: the normal choice
   EXPECT_EQ(msccl_applies(p, WEFT_COLL_ALL_REDUCE, 4, 0, &use), WEFT_SUCCESS);
   EXPECT_EQ(use, 0);
-  EXPECT_EQ(msccl_applies(p, WEFT_COLL_ALL_REDUCE, 4, 12, &use), WEFT_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err_last()).find("multiple of 8"), std::string::npos)
-      << err_last();
+  EXPECT_EQ(msccl_applies(p, WEFT_COLL_ALL_REDUCE, 4, 12, &use), WEFT_SUCCESS);
+  EXPECT_EQ(use, 0);  // does not cut into 8 chunks: the normal choice
+  EXPECT_EQ(msccl_count_unit(p, 4), 8u);
   EXPECT_EQ(msccl_applies(p, WEFT_COLL_ALL_REDUCE, 3, 16, &use), WEFT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err_last()).find("4 ranks (ngpus) but the communicator has 3"),
             std::string::npos)
       << err_last();
+  msccl_free(p);
+  // all_gather's unit: its per-rank count times n cuts into the output's n * i_chunks chunks, so
+  // the input's i_chunks; all_to_all's input is n counts.
+  ASSERT_EQ(Parse(msccl_test::direct_all_gather(4, 3).xml(), &p), "");
+  EXPECT_EQ(msccl_count_unit(p, 4), 3u);
   msccl_free(p);
 }
 

@@ -22,7 +22,7 @@ out=$("$sim" --algo-file "$data/cross_channel_allgather_2.xml" -b 16K -e 16K --t
 grep -q ' file ' <<<"$out" || fail "cross-channel program printed no row: $out"
 
 out=$("$sim" --algo-file "$data/allpairs_allreduce_4x2.xml" -b 12 -e 12) || fail "12 B: $out"
-grep -q 'must be a multiple of 8' <<<"$out" || fail "12 B should be a comment naming 8: $out"
+grep -q 'count 3 is not a multiple of 8' <<<"$out" || fail "12 B should be a comment naming 8: $out"
 
 bad=$(mktemp)
 trap 'rm -f "$bad"' EXIT

@@ -51,8 +51,14 @@ static int row(const simcli_t *o, const algo_entry_t *e, const simrep_shape_t *s
  * as the table's are. A size the program cannot cut is a comment, not a failure. */
 static int program_row(const simcli_t *o, const msccl_program_t *p, const simrep_shape_t *sh) {
   int use = 0;
-  if (msccl_applies(p, o->coll, o->nranks, sh->sched_count, &use) != WEFT_SUCCESS || !use) {
-    printf("# %zu bytes: %s\n", sh->bytes, use ? "" : err_last());
+  if (msccl_applies(p, o->coll, o->nranks, sh->sched_count, &use) != WEFT_SUCCESS) {
+    fprintf(stderr, "weft-sim: %s\n", err_last());
+    return 1;
+  }
+  if (!use) {
+    printf("# %zu bytes: count %zu is not a multiple of %zu, which the program needs (a call of "
+           "it takes the normal choice)\n",
+           sh->bytes, sh->sched_count, msccl_count_unit(p, o->nranks));
     return 0;
   }
   schedule_t *s = calloc((size_t)o->nranks, sizeof *s);
