@@ -718,8 +718,8 @@ static weft_result_t run_copies_device(run_t *r, int *progressed) {
     char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
     const char *src = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
     if (op->kind == SCHED_REDUCE)
-      WEFT_CHECK(d->reduce(r->ctx->queue, dst, NULL, dst, src, elems, r->desc->dtype, r->desc->op,
-                           0));
+      WEFT_CHECK(
+          d->reduce(r->ctx->queue, dst, NULL, dst, src, elems, r->desc->dtype, r->desc->op, 0));
     else
       WEFT_CHECK(d->copy(r->ctx->queue, dst, src, elems * r->esize));
     WEFT_CHECK(d->fence(r->ctx->queue, &st->ticket));

@@ -99,9 +99,12 @@ static weft_result_t int_attr(const ctx_t *c, int e, const char *name, long lo, 
 static weft_result_t buf_attr(const ctx_t *c, int e, const char *name, int *out) {
   const char *v = xml_attr(c->d, e, name);
   if (!v) return missing(c, e, name);
-  if (strcmp(v, "i") == 0 || strcmp(v, "input") == 0) *out = BUF_I;
-  else if (strcmp(v, "o") == 0 || strcmp(v, "output") == 0) *out = BUF_O;
-  else if (strcmp(v, "s") == 0 || strcmp(v, "scratch") == 0) *out = BUF_S;
+  if (strcmp(v, "i") == 0 || strcmp(v, "input") == 0)
+    *out = BUF_I;
+  else if (strcmp(v, "o") == 0 || strcmp(v, "output") == 0)
+    *out = BUF_O;
+  else if (strcmp(v, "s") == 0 || strcmp(v, "scratch") == 0)
+    *out = BUF_S;
   else
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s:%d: <%s>: attribute %s=\"%.40s\" is not a buffer (i, o or s)", c->what,
@@ -113,10 +116,11 @@ static weft_result_t coll_attr(const ctx_t *c, int e, weft_coll_t *out) {
   static const struct {
     const char *name;
     weft_coll_t coll;
-  } colls[] = {{"allreduce", WEFT_COLL_ALL_REDUCE},         {"all_reduce", WEFT_COLL_ALL_REDUCE},
-               {"allgather", WEFT_COLL_ALL_GATHER},         {"all_gather", WEFT_COLL_ALL_GATHER},
-               {"reducescatter", WEFT_COLL_REDUCE_SCATTER}, {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER},
-               {"alltoall", WEFT_COLL_ALL_TO_ALL},          {"all_to_all", WEFT_COLL_ALL_TO_ALL}};
+  } colls[] = {
+      {"allreduce", WEFT_COLL_ALL_REDUCE},         {"all_reduce", WEFT_COLL_ALL_REDUCE},
+      {"allgather", WEFT_COLL_ALL_GATHER},         {"all_gather", WEFT_COLL_ALL_GATHER},
+      {"reducescatter", WEFT_COLL_REDUCE_SCATTER}, {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER},
+      {"alltoall", WEFT_COLL_ALL_TO_ALL},          {"all_to_all", WEFT_COLL_ALL_TO_ALL}};
   const char *v = xml_attr(c->d, e, "coll");
   if (!v) return missing(c, e, "coll");
   for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
@@ -131,8 +135,8 @@ static weft_result_t coll_attr(const ctx_t *c, int e, weft_coll_t *out) {
 }
 
 static weft_result_t unexpected(const ctx_t *c, int e, const char *parent) {
-  return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s:%d: <%.40s> inside <%s>: unknown element",
-                  c->what, c->d->elems[e].line, xml_name(c->d, e), parent);
+  return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s:%d: <%.40s> inside <%s>: unknown element", c->what,
+                  c->d->elems[e].line, xml_name(c->d, e), parent);
 }
 
 static int count_children(const xml_doc_t *d, int e) {
@@ -186,13 +190,13 @@ static weft_result_t read_step(const ctx_t *c, int e, const msccl_program_t *p, 
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s:%d: <step>: source chunks [%d, %d) of buffer %c lie outside its %d chunks",
                     c->what, st->line, st->srcoff, st->srcoff + st->cnt, "ios"[st->srcbuf],
-                    g->chunks[st->srcbuf]);
+                    g -> chunks[st->srcbuf]);
   if (!nop && type_writes_dst(st->type) && st->dstoff + st->cnt > g->chunks[st->dstbuf])
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "%s:%d: <step>: destination chunks [%d, %d) of buffer %c lie outside its %d "
                     "chunks",
                     c->what, st->line, st->dstoff, st->dstoff + st->cnt, "ios"[st->dstbuf],
-                    g->chunks[st->dstbuf]);
+                    g -> chunks[st->dstbuf]);
   (void)p;
   return WEFT_SUCCESS;
 }
@@ -205,8 +209,10 @@ static weft_result_t read_tb(const ctx_t *c, int e, const msccl_program_t *p, co
   WEFT_CHECK(int_attr(c, e, "recv", -1, p->ngpus - 1, 0, 0, &tb->recv));
   WEFT_CHECK(int_attr(c, e, "chan", 0, p->nchannels - 1, 1, 0, &tb->chan));
   if (tb->send == g->id || tb->recv == g->id)
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s:%d: <tb>: gpu %d sends to or receives from "
-                    "itself", c->what, tb->line, g->id);
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "%s:%d: <tb>: gpu %d sends to or receives from "
+                    "itself",
+                    c->what, tb->line, g->id);
   int n = count_children(c->d, e);
   tb->steps = calloc((size_t)(n ? n : 1), sizeof *tb->steps);
   if (!tb->steps) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");
@@ -362,7 +368,8 @@ static const step_t *nth(const tb_t *tb, int k, int is_send) {
 
 static int tb_count(const tb_t *tb, int is_send) {
   int n = 0;
-  for (int s = 0; s < tb->nsteps; s++) n += (is_send ? tb->steps[s].send_idx : tb->steps[s].recv_idx) >= 0;
+  for (int s = 0; s < tb->nsteps; s++)
+    n += (is_send ? tb->steps[s].send_idx : tb->steps[s].recv_idx) >= 0;
   return n;
 }
 
@@ -725,11 +732,11 @@ typedef struct {
   size_t chunk;
   sched_buf_t map_buf[3];
   size_t map_off[3];
-  size_t rrs_next; /* scratch for rrs results */
-  int *first_op, *last_op; /* per (tb, step): the step's ops, -1 for none (nop) */
-  int *base;               /* per tb: index of its step 0 in first_op/last_op */
-  int prelude;             /* the copy every first step waits for, -1: none */
-  size_t *rrs_off;         /* per (tb, step): its result's scratch offset */
+  size_t rrs_next;            /* scratch for rrs results */
+  int *first_op, *last_op;    /* per (tb, step): the step's ops, -1 for none (nop) */
+  int *base;                  /* per tb: index of its step 0 in first_op/last_op */
+  int prelude;                /* the copy every first step waits for, -1: none */
+  size_t *rrs_off;            /* per (tb, step): its result's scratch offset */
   int *seen_any, *seen_whole; /* per (tb, step): the op wait_for last visited it for */
 } build_t;
 
@@ -906,8 +913,14 @@ static weft_result_t emit_step(build_t *b, int tb_i, int si) {
   WEFT_CHECK(wait_for(b, first, tb_i, si, tb_i, si - 1, 0));
   if (st->depid >= 0) WEFT_CHECK(wait_for(b, first, tb_i, si, st->depid, st->deps, 0));
   if (st->type == T_RCS || st->type == T_RRS || st->type == T_RRCS) {
-    sched_op_t send = {.kind = SCHED_SEND, .peer = tb->send, .buf = dst.buf, .offset = dst.off,
-                       .count = op.count, .dep = first, .fwd = -1, .step = si,
+    sched_op_t send = {.kind = SCHED_SEND,
+                       .peer = tb->send,
+                       .buf = dst.buf,
+                       .offset = dst.off,
+                       .count = op.count,
+                       .dep = first,
+                       .fwd = -1,
+                       .step = si,
                        .channel = tb->chan};
     last = add_op(b, send);
     if (last < 0) goto oom;
@@ -1003,17 +1016,31 @@ weft_result_t msccl_build(const msccl_program_t *p, schedule_t *s, const sched_a
   }
   s->buf_count[SCHED_SCRATCH] = scratch;
   if (prelude) {
-    sched_op_t cp = {.kind = SCHED_COPY, .peer = -1, .buf = pre_dst, .offset = pre_dst_off,
-                     .count = I, .src_buf = SCHED_SENDBUF, .dep = -1, .fwd = -1, .step = -1};
+    sched_op_t cp = {.kind = SCHED_COPY,
+                     .peer = -1,
+                     .buf = pre_dst,
+                     .offset = pre_dst_off,
+                     .count = I,
+                     .src_buf = SCHED_SENDBUF,
+                     .dep = -1,
+                     .fwd = -1,
+                     .step = -1};
     b.prelude = sched_add(s, &cp);
     if (b.prelude < 0) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");
   }
   for (int k = 0; k < x->nrun && res == WEFT_SUCCESS; k++)
     res = emit_step(&b, x->run_tb[k], x->run_step[k]);
   if (res == WEFT_SUCCESS && postlude) {
-    sched_op_t cp = {.kind = SCHED_COPY, .peer = -1, .buf = SCHED_RECVBUF, .offset = 0,
-                     .count = O, .src_buf = SCHED_SCRATCH, .src_offset = b.map_off[BUF_O],
-                     .dep = -1, .fwd = -1, .step = -1};
+    sched_op_t cp = {.kind = SCHED_COPY,
+                     .peer = -1,
+                     .buf = SCHED_RECVBUF,
+                     .offset = 0,
+                     .count = O,
+                     .src_buf = SCHED_SCRATCH,
+                     .src_offset = b.map_off[BUF_O],
+                     .dep = -1,
+                     .fwd = -1,
+                     .step = -1};
     int i = sched_add(s, &cp);
     if (i < 0) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");
     /* After every tb's last op (each waits, through its tb's order, for the ops before it). */

@@ -97,7 +97,8 @@ weft_result_t sched_append(schedule_t *s, const schedule_t *part, size_t base) {
   if (part->buf_count[SCHED_SCRATCH] > 0)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: a part with scratch cannot be appended");
   if (part->ndeps > 0)
-    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: a part with further dependencies cannot be appended");
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "schedule: a part with further dependencies cannot be appended");
   for (int i = 0; i < part->nops; i++) {
     sched_op_t op = part->ops[i];
     op.offset += base;
@@ -139,8 +140,7 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
                       "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
                       op->offset, op->count, (int)op->buf,
                       (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
-    if (sched_has_src(op->kind) &&
-        !in_buffer(s, op->src_buf, op->src_offset, op->count))
+    if (sched_has_src(op->kind) && !in_buffer(s, op->src_buf, op->src_offset, op->count))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
     if (op->nmore < 0 || (op->nmore > 0 && (op->more_deps < 0 || op->more_deps > s->ndeps ||
                                             op->nmore > s->ndeps - op->more_deps)))

@@ -102,10 +102,10 @@ static size_t entity(reader_t *r, char *buf) {
   int digits = 0;
   while (r->p < r->end && *r->p != ';' && digits < 8) {
     char c = *r->p;
-    int dv = c >= '0' && c <= '9'                 ? c - '0'
-             : hex && c >= 'a' && c <= 'f'        ? c - 'a' + 10
-             : hex && c >= 'A' && c <= 'F'        ? c - 'A' + 10
-                                                  : -1;
+    int dv = c >= '0' && c <= '9'          ? c - '0'
+             : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+             : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
     if (dv < 0) return 0;
     v = v * (hex ? 16 : 10) + (unsigned long)dv;
     digits++;

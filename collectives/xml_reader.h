@@ -46,9 +46,7 @@ typedef struct {
 weft_result_t xml_parse(const char *text, size_t len, const char *what, xml_doc_t *doc);
 void xml_free(xml_doc_t *doc);
 
-static inline const char *xml_name(const xml_doc_t *d, int e) {
-  return d->pool + d->elems[e].name;
-}
+static inline const char *xml_name(const xml_doc_t *d, int e) { return d->pool + d->elems[e].name; }
 /* The value of attribute `name` of element e, or NULL when it has none. */
 const char *xml_attr(const xml_doc_t *d, int e, const char *name);
 

@@ -92,8 +92,7 @@ weft_result_t comm_algo_load(weft_comm_t *c, const char *path) {
   c->algo_prog = p;
   if (p && c->config.debug >= 1 && c->rank == 0)
     fprintf(stderr, "weft: loaded algorithm \"%s\" (%s on %d ranks, %d channels) from %s\n",
-            msccl_name(p), weft_coll_name(msccl_coll(p)), msccl_ngpus(p), msccl_nchannels(p),
-            path);
+            msccl_name(p), weft_coll_name(msccl_coll(p)), msccl_ngpus(p), msccl_nchannels(p), path);
   return WEFT_SUCCESS;
 }
 

@@ -2,7 +2,6 @@
 // malformed-file error (naming line and element), the per-peer stream order the reference
 // execution picks, schedules that validate for every rank, and devcompile's refusal.
 #include <gtest/gtest.h>
-
 #include <string.h>
 
 #include <string>
@@ -155,8 +154,7 @@ TEST(MscclImport, SeveralDependenciesAndLocalReduce) {
   // The device loop has one dependency per step and no local reduction: refused, with why.
   dp_program_t prog;
   EXPECT_EQ(dp_compile(&s, WEFT_FLOAT32, WEFT_SUM, 3, 4096, &prog), WEFT_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(err_last()).find("devcompile"), std::string::npos)
-      << err_last();
+  EXPECT_NE(std::string(err_last()).find("devcompile"), std::string::npos) << err_last();
   sched_free(&s);
   msccl_free(p);
 }
@@ -204,7 +202,8 @@ TEST(MscclImport, MalformedProgramsAreRefused) {
     Program p = ring();
     p.gpus[0].tbs[0].steps[0].cnt = 2;
     p.gpus[0].i_chunks = p.gpus[0].o_chunks = 3;
-    cases.push_back({"sizes differ", p.xml(), "sends 2 chunks to gpu 1 on channel 0, but its receive there"});
+    cases.push_back(
+        {"sizes differ", p.xml(), "sends 2 chunks to gpu 1 on channel 0, but its receive there"});
   }
   {
     Program p = ring();
@@ -220,7 +219,8 @@ TEST(MscclImport, MalformedProgramsAreRefused) {
   {
     Program p = ring();
     p.gpus[1].tbs[0].steps[0].srcoff = 3;
-    cases.push_back({"offset", p.xml(), "source chunks [3, 4) of buffer i lie outside its 3 chunks"});
+    cases.push_back(
+        {"offset", p.xml(), "source chunks [3, 4) of buffer i lie outside its 3 chunks"});
   }
   {
     Program p = ring();
@@ -236,7 +236,8 @@ TEST(MscclImport, MalformedProgramsAreRefused) {
   {
     std::string x = ring().xml();
     x.replace(x.find("chan=\"0\""), 8, "chan=\"4\"");
-    cases.push_back({"channel out of range", x, "<tb>: attribute chan=\"4\" is not an integer in [0, 0]"});
+    cases.push_back(
+        {"channel out of range", x, "<tb>: attribute chan=\"4\" is not an integer in [0, 0]"});
   }
   {
     std::string x = ring().xml();

@@ -4,7 +4,6 @@
 // ranks over tcp and shm, host buffers and the emulated device engine, checked exactly as the
 // built-in algorithms are (rank_body.h); and the errors of loading and calling.
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <string>
@@ -26,12 +25,15 @@ struct Case {
 
 std::vector<Case> Cases(int n) {
   std::vector<Case> v;
-  v.push_back({msccl_test::ring_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE,
-                {(size_t)(2 * n), (size_t)(2 * n) * 37, (size_t)(2 * n) * 20000}});
-  v.push_back({msccl_test::all_pairs_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE,
-                {(size_t)(2 * n), (size_t)(2 * n) * 513}});
+  v.push_back({msccl_test::ring_all_reduce(n, 2),
+               WEFT_COLL_ALL_REDUCE,
+               {(size_t)(2 * n), (size_t)(2 * n) * 37, (size_t)(2 * n) * 20000}});
+  v.push_back({msccl_test::all_pairs_all_reduce(n, 2),
+               WEFT_COLL_ALL_REDUCE,
+               {(size_t)(2 * n), (size_t)(2 * n) * 513}});
   v.push_back({msccl_test::direct_all_gather(n, 3), WEFT_COLL_ALL_GATHER, {3, 3 * 1001}});
-  if (n == 2) v.push_back({msccl_test::cross_channel_all_gather(), WEFT_COLL_ALL_GATHER, {2, 2 * 4099}});
+  if (n == 2)
+    v.push_back({msccl_test::cross_channel_all_gather(), WEFT_COLL_ALL_GATHER, {2, 2 * 4099}});
   return v;
 }
 
@@ -48,10 +50,10 @@ std::string RunCases(weft_comm_t* comm, const std::vector<Case>& cases,
     for (size_t count : cases[i].counts)
       for (weft_dtype_t d : dtypes)
         for (bool in_place : {false, true}) {
-          weft_op_t op = cases[i].coll == WEFT_COLL_ALL_REDUCE && d == WEFT_INT32 ? WEFT_MAX
-                                                                                   : WEFT_SUM;
-          std::string err = check_call(comm, cases[i].coll, WEFT_ALGO_AUTO, d, op, count,
-                                       in_place, 0, runner);
+          weft_op_t op =
+              cases[i].coll == WEFT_COLL_ALL_REDUCE && d == WEFT_INT32 ? WEFT_MAX : WEFT_SUM;
+          std::string err =
+              check_call(comm, cases[i].coll, WEFT_ALGO_AUTO, d, op, count, in_place, 0, runner);
           if (!err.empty()) return cases[i].p.name + ": " + err;
         }
   }
@@ -149,8 +151,8 @@ TEST(MscclRunLarge, ChunksLargerThanTheLinkBuffers) {
 // all-reduce check fails; a call that names its algorithm, other collectives and counts that do
 // not cut into its chunks do not use it, nor do calls after it was unloaded.
 TEST(MscclRunErrors, TheLoadedProgramIsWhatRuns) {
-  std::string partial = msccl_test::write_temp(
-      msccl_test::all_pairs_all_reduce(3, 1, false).xml(), "partial");
+  std::string partial =
+      msccl_test::write_temp(msccl_test::all_pairs_all_reduce(3, 1, false).xml(), "partial");
   auto results = mp_run(
       3,
       [&](int rank, int n, int port) -> std::string {
@@ -199,7 +201,8 @@ TEST(MscclRunErrors, LoadErrorsFailEveryRank) {
           weft_result_t code;
           std::string expect;
         } cases[] = {
-            {three, WEFT_ERR_INVALID_ARGUMENT, "program for 3 ranks (ngpus) but the communicator has 2"},
+            {three, WEFT_ERR_INVALID_ARGUMENT,
+             "program for 3 ranks (ngpus) but the communicator has 2"},
             {rank == 0 ? two_a : two_b, WEFT_ERR_MISMATCH, "every rank must load the same program"},
             {rank == 0 ? two_a : "/nonexistent/x.xml", WEFT_ERR_INVALID_ARGUMENT,
              rank == 0 ? "rank 1 could not load" : "cannot open"},
@@ -223,16 +226,15 @@ TEST(MscclRunErrors, LoadErrorsFailEveryRank) {
 // WEFT_ALGO_FILE: read at init; a file for another size fails init, naming both sizes.
 TEST(MscclRunErrors, AlgoFileKnob) {
   std::string four = msccl_test::write_temp(msccl_test::ring_all_reduce(4, 2).xml(), "four");
-  std::string partial = msccl_test::write_temp(
-      msccl_test::all_pairs_all_reduce(2, 1, false).xml(), "partial2");
+  std::string partial =
+      msccl_test::write_temp(msccl_test::all_pairs_all_reduce(2, 1, false).xml(), "partial2");
   auto results = mp_run(
       2,
       [&](int rank, int n, int port) -> std::string {
         setenv("WEFT_ALGO_FILE", four.c_str(), 1);
         weft_comm_t* comm = nullptr;
         std::string err = join(rank, n, port, &comm);
-        if (err.find("program for 4 ranks (ngpus) but the communicator has 2") ==
-            std::string::npos)
+        if (err.find("program for 4 ranks (ngpus) but the communicator has 2") == std::string::npos)
           return "init with a 4-rank file: " + (err.empty() ? std::string("succeeded") : err);
         if (comm) weft_comm_destroy(comm);
         setenv("WEFT_ALGO_FILE", partial.c_str(), 1);

@@ -3,7 +3,6 @@
 // slice back until the last of them, and the cross-channel program (which a stream ordered
 // channel by channel would deadlock) runs.
 #include <gtest/gtest.h>
-
 #include <string.h>
 
 #include <string>
@@ -48,9 +47,10 @@ TEST(MscclSim, ProgramsFinish) {
   sim_model_t m;
   sim_model_defaults(&m);
   for (int n : {2, 4, 8}) {
-    EXPECT_GT(Simulate(msccl_test::ring_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE, 2 * n * 4096, m), 0);
-    EXPECT_GT(Simulate(msccl_test::all_pairs_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE, 2 * n * 4096, m),
+    EXPECT_GT(Simulate(msccl_test::ring_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE, 2 * n * 4096, m),
               0);
+    EXPECT_GT(
+        Simulate(msccl_test::all_pairs_all_reduce(n, 2), WEFT_COLL_ALL_REDUCE, 2 * n * 4096, m), 0);
     EXPECT_GT(Simulate(msccl_test::direct_all_gather(n, 2), WEFT_COLL_ALL_GATHER, 2 * 4096, m), 0);
   }
   EXPECT_GT(Simulate(msccl_test::cross_channel_all_gather(), WEFT_COLL_ALL_GATHER, 2 * 4096, m), 0);

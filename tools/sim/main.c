@@ -56,9 +56,10 @@ static int program_row(const simcli_t *o, const msccl_program_t *p, const simrep
     return 1;
   }
   if (!use) {
-    printf("# %zu bytes: count %zu is not a multiple of %zu, which the program needs (a call of "
-           "it takes the normal choice)\n",
-           sh->bytes, sh->sched_count, msccl_count_unit(p, o->nranks));
+    printf(
+        "# %zu bytes: count %zu is not a multiple of %zu, which the program needs (a call of "
+        "it takes the normal choice)\n",
+        sh->bytes, sh->sched_count, msccl_count_unit(p, o->nranks));
     return 0;
   }
   schedule_t *s = calloc((size_t)o->nranks, sizeof *s);
@@ -113,8 +114,9 @@ int main(int argc, char **argv) {
     if (o.model.ranks_per_node > o.nranks) o.model.ranks_per_node = o.nranks;
   }
   print_params(&o);
-  if (prog) printf("# program \"%s\" from %s, %d channels\n#\n", msccl_name(prog), o.algo_file,
-                   msccl_nchannels(prog));
+  if (prog)
+    printf("# program \"%s\" from %s, %d channels\n#\n", msccl_name(prog), o.algo_file,
+           msccl_nchannels(prog));
   simrep_header(line, sizeof line);
   fputs(line, stdout);
   size_t esize = weft_dtype_size(o.dtype);
