@@ -173,8 +173,9 @@ static weft_result_t read_step(const ctx_t *c, int e, const msccl_program_t *p, 
   st->srcoff = st->dstoff = 0;
   if (!nop || xml_attr(c->d, e, "srcbuf")) WEFT_CHECK(buf_attr(c, e, "srcbuf", &st->srcbuf));
   if (!nop || xml_attr(c->d, e, "dstbuf")) WEFT_CHECK(buf_attr(c, e, "dstbuf", &st->dstbuf));
-  WEFT_CHECK(int_attr(c, e, "srcoff", 0, big, nop, 0, &st->srcoff));
-  WEFT_CHECK(int_attr(c, e, "dstoff", 0, big, nop, 0, &st->dstoff));
+  /* A nop moves nothing: msccl-tools writes its offsets as -1. */
+  WEFT_CHECK(int_attr(c, e, "srcoff", nop ? -1 : 0, big, nop, 0, &st->srcoff));
+  WEFT_CHECK(int_attr(c, e, "dstoff", nop ? -1 : 0, big, nop, 0, &st->dstoff));
   WEFT_CHECK(int_attr(c, e, "cnt", nop ? 0 : 1, big, nop, 0, &st->cnt));
   WEFT_CHECK(int_attr(c, e, "depid", -1, big, 1, -1, &st->depid));
   WEFT_CHECK(int_attr(c, e, "deps", -1, big, 1, -1, &st->deps));
@@ -248,6 +249,14 @@ static weft_result_t read_gpu(const ctx_t *c, int e, msccl_program_t *p) {
   WEFT_CHECK(int_attr(c, e, "i_chunks", 0, 1 << 24, 0, 0, &g->chunks[BUF_I]));
   WEFT_CHECK(int_attr(c, e, "o_chunks", 0, 1 << 24, 0, 0, &g->chunks[BUF_O]));
   WEFT_CHECK(int_attr(c, e, "s_chunks", 0, 1 << 24, 1, 0, &g->chunks[BUF_S]));
+  /* In-place programs may give o_chunks="0": the output is the input's buffer (msccl-tools'
+   * all-pairs all-reduce does). Its size is then what the collective implies. */
+  if (p->inplace && g->chunks[BUF_O] == 0) {
+    int in = g->chunks[BUF_I], n = p->ngpus;
+    g->chunks[BUF_O] = p->coll == WEFT_COLL_ALL_GATHER       ? in * n
+                       : p->coll == WEFT_COLL_REDUCE_SCATTER ? in / n
+                                                             : in;
+  }
   int n = count_children(c->d, e);
   g->tbs = calloc((size_t)(n ? n : 1), sizeof *g->tbs);
   if (!g->tbs) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "msccl: out of memory");

@@ -119,6 +119,36 @@ TEST(MscclImport, GeneratedProgramsBuildForEveryRank) {
   }
 }
 
+// Shapes msccl-tools emits: an in-place program's o_chunks="0" (the output is the input), nops
+// with offsets -1 and cnt 0 that carry extra dependencies; and two of RCCL's bundled programs.
+TEST(MscclImport, RealWorldShapes) {
+  Program prog = msccl_test::all_pairs_all_reduce(3, 1);
+  for (auto& g : prog.gpus) {
+    g.o_chunks = 0;
+    msccl_test::Step nop = msccl_test::S("nop", "i", -1, "o", -1, 0, 0, 1);
+    g.tbs.back().steps.push_back(nop);
+  }
+  msccl_program_t* p;
+  ASSERT_EQ(Parse(prog.xml(), &p), "");
+  schedule_t s;
+  sched_args_t a = Args(WEFT_COLL_ALL_REDUCE, 2, 3, 9, false);
+  ASSERT_EQ(msccl_build(p, &s, &a), WEFT_SUCCESS) << err_last();
+  sched_free(&s);
+  msccl_free(p);
+  for (const char* f :
+       {"tests/msccl/data/alltoall-8n-0-9kb.xml", "tests/msccl/data/alltoall-8n-9kb-190kb.xml"}) {
+    ASSERT_EQ(msccl_load(f, &p), WEFT_SUCCESS) << err_last();
+    EXPECT_EQ(msccl_coll(p), WEFT_COLL_ALL_TO_ALL);
+    EXPECT_EQ(msccl_ngpus(p), 8);
+    for (int r = 0; r < 8; r++) {
+      a = Args(WEFT_COLL_ALL_TO_ALL, r, 8, msccl_count_unit(p, 8) * 5, r % 2);
+      ASSERT_EQ(msccl_build(p, &s, &a), WEFT_SUCCESS) << f << ": " << err_last();
+      sched_free(&s);
+    }
+    msccl_free(p);
+  }
+}
+
 // The stream order: rank 0's sends to rank 1 go channel 1 first, since its channel-0 message
 // waits for rank 1's answer to the channel-1 one.
 TEST(MscclImport, StreamOrderFollowsTheReferenceExecution) {

@@ -125,6 +125,36 @@ INSTANTIATE_TEST_SUITE_P(Worlds, MscclRun,
                            return std::to_string(i.param.n) + "_" + i.param.transport;
                          });
 
+// Two of RCCL's bundled all-to-all programs (tests/msccl/data/README.md), 8 ranks over shm and
+// tcp, every element checked.
+TEST(MscclRunReal, RcclAllToAll) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto results = mp_run(
+        8,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_TIMEOUT_MS", "20000", 1);
+          weft_comm_t* comm;
+          std::string err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          for (const char* f : {"tests/msccl/data/alltoall-8n-0-9kb.xml",
+                                "tests/msccl/data/alltoall-8n-9kb-190kb.xml"}) {
+            if (weft_comm_load_algo(comm, f) != WEFT_SUCCESS) return weft_last_error();
+            for (size_t count : {2, 2 * 3001})
+              for (weft_dtype_t d : {WEFT_FLOAT32, WEFT_UINT8}) {
+                err = check_call(comm, WEFT_COLL_ALL_TO_ALL, WEFT_ALGO_AUTO, d, WEFT_SUM, count,
+                                 false, 0);
+                if (!err.empty()) return std::string(f) + ": " + err;
+              }
+          }
+          weft_comm_destroy(comm);
+          return "";
+        },
+        120000);
+    EXPECT_EQ(mp_summary(results), "") << transport;
+  }
+}
+
 // Chunks larger than a link holds (shm: 32 slots of 64 KiB): a ring step that waited for its own
 // send to be taken before receiving would deadlock here, every rank waiting on the next.
 TEST(MscclRunLarge, ChunksLargerThanTheLinkBuffers) {
