@@ -145,8 +145,7 @@ static int count_children(const xml_doc_t *d, int e) {
   return n;
 }
 
-static weft_result_t read_step(const ctx_t *c, int e, const msccl_program_t *p, const gpu_t *g,
-                               int index, step_t *st) {
+static weft_result_t read_step(const ctx_t *c, int e, const gpu_t *g, int index, step_t *st) {
   int s;
   WEFT_CHECK(int_attr(c, e, "s", 0, 1 << 20, 1, index, &s));
   if (s != index)
@@ -179,7 +178,7 @@ static weft_result_t read_step(const ctx_t *c, int e, const msccl_program_t *p, 
   WEFT_CHECK(int_attr(c, e, "cnt", nop ? 0 : 1, big, nop, 0, &st->cnt));
   WEFT_CHECK(int_attr(c, e, "depid", -1, big, 1, -1, &st->depid));
   WEFT_CHECK(int_attr(c, e, "deps", -1, big, 1, -1, &st->deps));
-  int hasdep;
+  int hasdep; /* a hint for MSCCL's kernels (others wait for this step); checked, not needed */
   WEFT_CHECK(int_attr(c, e, "hasdep", 0, 1, 1, 0, &hasdep));
   if ((st->depid < 0) != (st->deps < 0))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
@@ -198,7 +197,6 @@ static weft_result_t read_step(const ctx_t *c, int e, const msccl_program_t *p, 
                     "chunks",
                     c->what, st->line, st->dstoff, st->dstoff + st->cnt, "ios"[st->dstbuf],
                     g -> chunks[st->dstbuf]);
-  (void)p;
   return WEFT_SUCCESS;
 }
 
@@ -221,7 +219,7 @@ static weft_result_t read_tb(const ctx_t *c, int e, const msccl_program_t *p, co
   for (int k = c->d->elems[e].first_child; k >= 0; k = c->d->elems[k].next_sibling) {
     if (strcmp(xml_name(c->d, k), "step") != 0) return unexpected(c, k, "tb");
     step_t *st = &tb->steps[tb->nsteps];
-    WEFT_CHECK(read_step(c, k, p, g, tb->nsteps, st));
+    WEFT_CHECK(read_step(c, k, g, tb->nsteps, st));
     tb->nsteps++;
     if (type_sends(st->type) && tb->send < 0)
       return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
@@ -287,7 +285,7 @@ static weft_result_t read_gpu(const ctx_t *c, int e, msccl_program_t *p) {
 }
 
 /* The chunk counts the collective implies. */
-static weft_result_t check_shape(const ctx_t *c, int e, const msccl_program_t *p) {
+static weft_result_t check_shape(const ctx_t *c, const msccl_program_t *p) {
   for (int g = 0; g < p->ngpus; g++) {
     const gpu_t *x = &p->gpus[g];
     int in = x->chunks[BUF_I], out = x->chunks[BUF_O], n = p->ngpus, ok = in > 0;
@@ -302,7 +300,6 @@ static weft_result_t check_shape(const ctx_t *c, int e, const msccl_program_t *p
                       "gpus (every gpu alike)",
                       c->what, x->line, g, in, out, weft_coll_name(p->coll), n);
   }
-  (void)e;
   return WEFT_SUCCESS;
 }
 
@@ -629,7 +626,7 @@ weft_result_t msccl_parse(const char *text, size_t len, const char *what, msccl_
       res = WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                      "%s:%d: <algo>: ngpus=\"%d\" but there is no <gpu id=\"%d\">", what,
                      d.elems[0].line, p->ngpus, g);
-  if (res == WEFT_SUCCESS) res = check_shape(&c, 0, p);
+  if (res == WEFT_SUCCESS) res = check_shape(&c, p);
   if (res == WEFT_SUCCESS) res = check_deps(p);
   if (res == WEFT_SUCCESS) res = check_matching(p);
   if (res == WEFT_SUCCESS) res = reference_run(p);

@@ -23,8 +23,12 @@
  * two (rcs, rrcs, rrs: the receive, then a SEND from its result that depends on it slice by
  * slice; rrs keeps its result in extra scratch, since MSCCL's writes nothing); nop steps become
  * none, their prerequisites passed on. A step waits for the step before it on its tb and for its
- * depid/deps step: slice by slice when both move the same count over the same chunks (or
- * disjoint ones with no range in common... see msccl_import.c), else for the whole step. */
+ * depid/deps step: slice by slice when both move the same count and every chunk range they share
+ * sits at the same place in both, else for the whole step; and only for a step's receiving part
+ * when it does not overwrite what that step sends (wait_for in msccl_import.c says why).
+ *
+ * Buffers and sizes: msccl_build maps i, o and s onto the call's send, receive and scratch
+ * buffers (docs/msccl.md, "Buffers"); a call's chunk is its input over i_chunks elements. */
 #ifndef WEFT_COLLECTIVES_MSCCL_IMPORT_H_
 #define WEFT_COLLECTIVES_MSCCL_IMPORT_H_
 
