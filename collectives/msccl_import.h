@@ -25,7 +25,7 @@
  * none, their prerequisites passed on. A step waits for the step before it on its tb and for its
  * depid/deps step: slice by slice when both move the same count and every chunk range they share
  * sits at the same place in both, else for the whole step; and only for a step's receiving part
- * when it does not overwrite what that step sends (wait_for in msccl_import.c says why).
+ * when it does not overwrite what that step sends (wait_for in msccl_build.c says why).
  *
  * Buffers and sizes: msccl_build maps i, o and s onto the call's send, receive and scratch
  * buffers (docs/msccl.md, "Buffers"); a call's chunk is its input over i_chunks elements. */

@@ -52,8 +52,8 @@ sources_of() {
     call_desc) echo collectives/call_desc.c collectives/names.c common/error.c ;;
     tune_file) echo comm/tune_file.c common/error.c ;;
     msccl)
-      echo collectives/msccl_import.c collectives/xml_reader.c collectives/schedule.c \
-        collectives/names.c common/error.c ;;
+      echo collectives/msccl_import.c collectives/msccl_order.c collectives/msccl_build.c \
+        collectives/xml_reader.c collectives/schedule.c collectives/names.c common/error.c ;;
     *) return 1 ;;
   esac
 }
