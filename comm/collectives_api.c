@@ -354,13 +354,14 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
             c->rank, weft_coll_name(d.kind), (unsigned long long)d.seq, d.count,
-            weft_dtype_name(d.dtype), weft_op_name(d.op), d.root, weft_algo_name(d.algo), s.nops,
+            weft_dtype_name(d.dtype), weft_op_name(d.op), d.root,
+            from_file ? "file" : weft_algo_name(d.algo), s.nops,
             (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
   sched_free(&s);
   if (res == WEFT_SUCCESS) return res;
   err_context(res, "rank %d: %s #%llu (count %zu, %s, %s)", c->rank, weft_coll_name(d.kind),
               (unsigned long long)d.seq, d.count, weft_dtype_name(d.dtype),
-              weft_algo_name(d.algo));
+              from_file ? "file" : weft_algo_name(d.algo));
   /* Printed too at WEFT_DEBUG >= 1: a failure on one rank explains the errors on the others. */
   if (c->config.debug >= 1) fprintf(stderr, "weft: %s\n", err_last());
   return comm_fail(c, res);
