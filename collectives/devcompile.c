@@ -59,6 +59,17 @@ static weft_result_t check_op(const schedule_t *s, int i, int nranks) {
                     "devcompile: op %d (%s, peer %d): the device loop moves no tokens (barriers, "
                     "a p2p group's tag checks)",
                     i, sched_kind_name(op->kind), op->peer);
+  /* An imported program's extra prerequisites and local reductions have no device step; the
+   * channel field is a label (the host executor ignores it too) and passes. */
+  if (op->nmore > 0)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "devcompile: op %d (%s, step %d) waits for %d ops besides op %d: a device step "
+                    "has one dependency",
+                    i, sched_kind_name(op->kind), op->step, op->nmore, op->dep);
+  if (op->kind == SCHED_REDUCE)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "devcompile: op %d (reduce, step %d): the device loop has no local reduction",
+                    i, op->step);
   if (op->dep_whole && op->dep >= 0)
     return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
                     "devcompile: op %d (%s, step %d) waits for the whole of op %d (dep_whole): the "
@@ -84,7 +95,7 @@ static weft_result_t check_op(const schedule_t *s, int i, int nranks) {
  * receiving kind (fused ones included) its recv link. A fused op's sending half is its SEND op,
  * which the scan meets at the SEND's own index. */
 static int op_uses(const sched_op_t *op, int peer, int dir) {
-  if (op->kind == SCHED_COPY || op->peer != peer) return 0;
+  if (sched_is_local(op->kind) || op->peer != peer) return 0;
   return dir == DP_LINK_SEND ? op->kind == SCHED_SEND : op->kind != SCHED_SEND;
 }
 

@@ -50,7 +50,7 @@ static inline void emit_size_scratch(schedule_t *s) {
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     if (op->buf == SCHED_SCRATCH && op->offset + op->count > end) end = op->offset + op->count;
-    int has_src = sched_is_reduce(op->kind) || op->kind == SCHED_COPY;
+    int has_src = sched_has_src(op->kind);
     if (has_src && op->src_buf == SCHED_SCRATCH && op->src_offset + op->count > end)
       end = op->src_offset + op->count;
   }

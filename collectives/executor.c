@@ -96,11 +96,16 @@ typedef struct {
   unsigned char *agree; /* AGREE_BYTES per op, for tokens that carry values (schedule.h) */
 } run_t;
 
-/* Slices of `op` (of nslices) whose dependency has been met. */
+/* Slices of `op` (of nslices) whose dependencies have been met: the fewest any one allows. */
 static size_t dep_ready(const run_t *r, const sched_op_t *op, size_t nslices) {
-  if (op->dep < 0) return nslices;
-  const op_state_t *d = &r->states[op->dep];
-  return sched_dep_ready(op->dep, op->dep_whole, nslices, d->done, d->nslices);
+  size_t ready = nslices;
+  for (int k = 0; k < sched_ndeps(op) && ready > 0; k++) {
+    sched_dep_t dp = sched_dep_at(r->s, op, k);
+    const op_state_t *d = &r->states[dp.op];
+    size_t n = sched_dep_ready(dp.op, dp.whole, nslices, d->done, d->nslices);
+    if (n < ready) ready = n;
+  }
+  return ready;
 }
 
 /* ---- values two ranks agree on (sched_agree_t) -------------------------------------------- */
@@ -216,7 +221,7 @@ static weft_result_t setup(run_t *r) {
     const sched_op_t *op = &s->ops[i];
     r->states[i].nslices =
         is_token_kind(op->kind) ? 1 : (op->count + r->slice_elems - 1) / r->slice_elems;
-    if (op->kind == SCHED_COPY) {
+    if (sched_is_local(op->kind)) {
       r->copies[r->ncopies++] = i;
       continue;
     }
@@ -388,7 +393,8 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
         WEFT_CHECK(t->post_recv(st->conn, r->token + 1, 1, &f->x));
         break;
       case SCHED_COPY:
-        return WEFT_ERR(WEFT_ERR_INTERNAL, "copy op %d on a stream", oi);
+      case SCHED_REDUCE:
+        return WEFT_ERR(WEFT_ERR_INTERNAL, "local op %d on a stream", oi);
     }
     if (r->ctx->trace)
       trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
@@ -687,8 +693,8 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
   return WEFT_SUCCESS;
 }
 
-/* Device mode: local copies are enqueued as their sources become ready, one fence per batch; the
- * slices count as done when it passes. */
+/* Device mode: local copies and reductions are enqueued as their sources become ready, one fence
+ * per batch; the slices count as done when it passes. */
 static weft_result_t run_copies_device(run_t *r, int *progressed) {
   const dev_ops_t *d = r->ctx->dev->ops;
   for (int k = 0; k < r->ncopies; k++) {
@@ -709,9 +715,13 @@ static weft_result_t run_copies_device(run_t *r, int *progressed) {
     slice_range(r, op, st->issued, &first, &n);
     slice_range(r, op, ready - 1, &last_first, &last_n);
     size_t elems = last_first + last_n - first;
-    WEFT_CHECK(d->copy(r->ctx->queue, buf_base(r, op->buf) + (op->offset + first) * r->esize,
-                       buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize,
-                       elems * r->esize));
+    char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+    const char *src = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+    if (op->kind == SCHED_REDUCE)
+      WEFT_CHECK(
+          d->reduce(r->ctx->queue, dst, NULL, dst, src, elems, r->desc->dtype, r->desc->op, 0));
+    else
+      WEFT_CHECK(d->copy(r->ctx->queue, dst, src, elems * r->esize));
     WEFT_CHECK(d->fence(r->ctx->queue, &st->ticket));
     st->issued = ready;
     r->dev_pending++;
@@ -720,7 +730,7 @@ static weft_result_t run_copies_device(run_t *r, int *progressed) {
   return WEFT_SUCCESS;
 }
 
-/* Local copies run as soon as the slices they copy are ready. */
+/* Local copies and reductions run as soon as the slices they read are ready. */
 static void run_copies(run_t *r, int *progressed) {
   for (int k = 0; k < r->ncopies; k++) {
     int oi = r->copies[k];
@@ -729,8 +739,13 @@ static void run_copies(run_t *r, int *progressed) {
     while (st->done < dep_ready(r, op, st->nslices)) {
       size_t first, n;
       slice_range(r, op, st->done, &first, &n);
-      memcpy(buf_base(r, op->buf) + (op->offset + first) * r->esize,
-             buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize, n * r->esize);
+      char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+      const char *src = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+      /* A local reduction runs through the same kernel as a reducing receive, in place. */
+      if (op->kind == SCHED_REDUCE)
+        r->reduce(dst, dst, src, n);
+      else
+        memcpy(dst, src, n * r->esize);
       st->done++;
       *progressed = 1;
     }

@@ -25,6 +25,8 @@ const char *sched_kind_name(sched_kind_t k) {
       return "recv-reduce-copy-send";
     case SCHED_RECV_COPY_SEND:
       return "recv-copy-send";
+    case SCHED_REDUCE:
+      return "reduce";
   }
   return "?";
 }
@@ -38,6 +40,8 @@ void sched_init(schedule_t *s, size_t send_count, size_t recv_count) {
   s->buf_count[SCHED_SCRATCH] = 0;
   s->hdr_to = -1;
   s->hdr_from = -1;
+  s->deps = NULL;
+  s->ndeps = s->deps_cap = 0;
 }
 
 void sched_ring_headers(schedule_t *s, int rank, int nranks) {
@@ -50,6 +54,30 @@ void sched_free(schedule_t *s) {
   free(s->ops);
   s->ops = NULL;
   s->nops = s->cap = 0;
+  free(s->deps);
+  s->deps = NULL;
+  s->ndeps = s->deps_cap = 0;
+}
+
+int sched_add_dep(schedule_t *s, int i, int dep, int whole) {
+  sched_op_t *op = &s->ops[i];
+  if (op->dep < 0 && op->nmore == 0) {
+    op->dep = dep;
+    op->dep_whole = whole;
+    return 0;
+  }
+  if (op->nmore == 0) op->more_deps = s->ndeps;
+  if (op->more_deps + op->nmore != s->ndeps) return -1;
+  if (s->ndeps == s->deps_cap) {
+    int cap = s->deps_cap ? 2 * s->deps_cap : 16;
+    sched_dep_t *d = realloc(s->deps, sizeof *d * (size_t)cap);
+    if (!d) return -1;
+    s->deps = d;
+    s->deps_cap = cap;
+  }
+  s->deps[s->ndeps++] = (sched_dep_t){dep, whole};
+  op->nmore++;
+  return 0;
 }
 
 int sched_add(schedule_t *s, const sched_op_t *op) {
@@ -68,6 +96,9 @@ weft_result_t sched_append(schedule_t *s, const schedule_t *part, size_t base) {
   int shift = s->nops;
   if (part->buf_count[SCHED_SCRATCH] > 0)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: a part with scratch cannot be appended");
+  if (part->ndeps > 0)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "schedule: a part with further dependencies cannot be appended");
   for (int i = 0; i < part->nops; i++) {
     sched_op_t op = part->ops[i];
     op.offset += base;
@@ -100,7 +131,7 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
     return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: call-description peer out of range");
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
-    if (op->kind != SCHED_COPY && (op->peer < 0 || op->peer >= nranks))
+    if (!sched_is_local(op->kind) && (op->peer < 0 || op->peer >= nranks))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
     if (op->agree.on && !is_token(op->kind))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: only tokens carry values to agree on", i);
@@ -109,20 +140,31 @@ weft_result_t sched_validate(const schedule_t *s, int nranks) {
                       "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
                       op->offset, op->count, (int)op->buf,
                       (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
-    if ((sched_is_reduce(op->kind) || op->kind == SCHED_COPY) &&
-        !in_buffer(s, op->src_buf, op->src_offset, op->count))
+    if (sched_has_src(op->kind) && !in_buffer(s, op->src_buf, op->src_offset, op->count))
       return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
-    if (op->dep >= i)
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, op->dep);
-    if (op->dep >= 0 && !op->dep_whole && s->ops[op->dep].count != op->count)
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
-                      op->dep);
+    if (op->nmore < 0 || (op->nmore > 0 && (op->more_deps < 0 || op->more_deps > s->ndeps ||
+                                            op->nmore > s->ndeps - op->more_deps)))
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: further dependencies outside the list",
+                      i);
+    /* Every dependency is earlier: the ops' order is then a topological one, so no cycle. */
+    for (int k = 0; k < sched_ndeps(op); k++) {
+      sched_dep_t d = sched_dep_at(s, op, k);
+      if (d.op >= i || d.op < 0)
+        return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, d.op);
+      if (!d.whole && s->ops[d.op].count != op->count)
+        return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
+                        d.op);
+    }
+    if (sched_is_fused(op->kind) && op->fwd > i && op->fwd < s->nops && s->ops[op->fwd].nmore > 0)
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "schedule op %d: the send it feeds (op %d) may wait for nothing else", i,
+                      op->fwd);
     /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */
     if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND &&
         s->ops[op->dep].fwd != i) {
       const sched_op_t *d = &s->ops[op->dep];
       int reads = (op->kind == SCHED_SEND && op->buf == d->buf) ||
-                  ((sched_is_reduce(op->kind) || op->kind == SCHED_COPY) && op->src_buf == d->buf);
+                  (sched_has_src(op->kind) && op->src_buf == d->buf);
       if (reads)
         return WEFT_ERR(WEFT_ERR_INTERNAL,
                         "schedule op %d reads the result of op %d, a recv-reduce-send that only "

@@ -31,6 +31,7 @@ typedef enum {
   SCHED_RECV_REDUCE_SEND,      /* src op incoming -> fwd's slot only (buf is not written) */
   SCHED_RECV_REDUCE_COPY_SEND, /* src op incoming -> fwd's slot and buf, in the same pass */
   SCHED_RECV_COPY_SEND,        /* incoming -> fwd's slot and buf: forward and keep, one read */
+  SCHED_REDUCE, /* local: buf[offset+i] = buf[offset+i] op src[src_offset+i] (peer unused) */
 } sched_kind_t;
 
 /* Where the executor cannot fuse (the send's transport lends no slot, or a copy-send's receive
@@ -49,6 +50,12 @@ const char *sched_kind_name(sched_kind_t k);
 static inline int sched_is_reduce(sched_kind_t k) {
   return k == SCHED_RECV_REDUCE || k == SCHED_RECV_REDUCE_SEND || k == SCHED_RECV_REDUCE_COPY_SEND;
 }
+
+/* Kinds that run on this rank alone, on no stream: copies and local reductions. */
+static inline int sched_is_local(sched_kind_t k) { return k == SCHED_COPY || k == SCHED_REDUCE; }
+
+/* Kinds that read a local operand at src_buf/src_offset. */
+static inline int sched_has_src(sched_kind_t k) { return sched_is_reduce(k) || sched_is_local(k); }
 
 /* How many of an op's `op_slices` slices may start, its dependency having finished `dep_done` of
  * its `dep_slices`: every engine (executor, weft-sim, the test simulator) asks this. */
@@ -99,7 +106,20 @@ typedef struct {
    * those receives are chained, each waiting whole for the one before). */
   int dep_whole;
   sched_agree_t agree; /* tokens only */
+  /* Further prerequisites beyond `dep` (imported programs, where a step waits for the step before
+   * it on its thread block and for one on another): s->deps[more_deps, +nmore). A slice starts
+   * when every dependency lets it, the minimum of sched_dep_ready over them. 0: none. */
+  int more_deps, nmore;
+  /* The channel an imported program gave the op: traces and weft-sim show it; the executor
+   * carries every channel of a peer on its one ordered stream (msccl_import.h says why). */
+  int channel;
 } sched_op_t;
+
+/* One further prerequisite: op `op`, slice-wise or (whole = 1) all of it, as dep/dep_whole. */
+typedef struct {
+  int op;
+  int whole;
+} sched_dep_t;
 
 typedef struct {
   sched_op_t *ops;
@@ -109,6 +129,8 @@ typedef struct {
    * pair of ranks that exchange data should be linked by these checks, directly or through a
    * chain, so that ranks making different calls fail instead of exchanging garbage. */
   int hdr_to, hdr_from;
+  sched_dep_t *deps; /* the ops' further prerequisites (sched_op_t.more_deps) */
+  int ndeps, deps_cap;
 } schedule_t;
 
 /* An empty schedule over a send buffer of send_count and a receive buffer of recv_count
@@ -117,6 +139,16 @@ void sched_init(schedule_t *s, size_t send_count, size_t recv_count);
 void sched_free(schedule_t *s);
 /* Appends an op and returns its index, or -1 when out of memory. */
 int sched_add(schedule_t *s, const sched_op_t *op);
+/* Adds a prerequisite to op `i`, the last op that got one: `dep` if that is free, else to its
+ * further ones. -1 when out of memory or when another op got one since (the list is contiguous). */
+int sched_add_dep(schedule_t *s, int i, int dep, int whole);
+/* An op's dependencies, `dep` first then its further ones: how many, and the k-th. Every engine
+ * lets a slice start when sched_dep_ready allows it for each of them (the minimum). */
+static inline int sched_ndeps(const sched_op_t *op) { return (op->dep >= 0) + op->nmore; }
+static inline sched_dep_t sched_dep_at(const schedule_t *s, const sched_op_t *op, int k) {
+  if (op->dep >= 0 && k == 0) return (sched_dep_t){op->dep, op->dep_whole};
+  return s->deps[op->more_deps + k - (op->dep >= 0)];
+}
 /* Appends the ops of `part`, a schedule over a piece of the same buffers that starts at element
  * `base` of each (send and receive buffers alike, as an all-reduce's): offsets move by base,
  * dependencies and fused links by the ops already in s. `part` must use no scratch. */

@@ -6,6 +6,7 @@
 
 #include "collectives/algo_select.h"
 #include "collectives/executor.h"
+#include "collectives/msccl_import.h"
 #include "comm/comm.h"
 #include "common/clock.h"
 
@@ -320,6 +321,13 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   const algo_entry_t *algo;
   weft_result_t res = choose(c, k, &sh, esize, device, &algo, NULL);
   if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
+  /* A loaded program (algo_file.c) runs its collective unless the call names an algorithm; an
+   * average needs the division where a sum is final, which a program does not mark. */
+  int from_file = 0;
+  if (c->algo_prog && k->algo == WEFT_ALGO_AUTO && !(is_reducing(k->coll) && k->op == WEFT_AVG)) {
+    res = msccl_applies(c->algo_prog, k->coll, c->nranks, k->count, &from_file);
+    if (res != WEFT_SUCCESS) return err_context(res, "rank %d", c->rank);
+  }
   /* Device calls slice as their connections' slots do (config_for_device). */
   const weft_config_t *cfg = device ? &c->dev_config : &c->config;
   size_t slice_elems = cfg->slice_bytes / esize ? cfg->slice_bytes / esize : 1;
@@ -347,8 +355,9 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
                    is_rooted(k->coll) ? k->root : -1};
   schedule_t s;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
-  res = algo->build(&s, &args);
-  if (res == WEFT_SUCCESS && device && comm_resident_eligible(c, k->coll, d.algo))
+  if (from_file) d.algo = WEFT_ALGO_AUTO; /* "auto" in messages: the program's, on every rank */
+  res = from_file ? msccl_build(c->algo_prog, &s, &args) : algo->build(&s, &args);
+  if (res == WEFT_SUCCESS && device && !from_file && comm_resident_eligible(c, k->coll, d.algo))
     res = comm_run_resident(c, &s, &d, k->sendbuf, k->recvbuf);
   else if (res == WEFT_SUCCESS)
     res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
@@ -356,13 +365,14 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
             c->rank, weft_coll_name(d.kind), (unsigned long long)d.seq, d.count,
-            weft_dtype_name(d.dtype), weft_op_name(d.op), d.root, weft_algo_name(d.algo), s.nops,
+            weft_dtype_name(d.dtype), weft_op_name(d.op), d.root,
+            from_file ? "file" : weft_algo_name(d.algo), s.nops,
             (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
   sched_free(&s);
   if (res == WEFT_SUCCESS) return res;
   err_context(res, "rank %d: %s #%llu (count %zu, %s, %s)", c->rank, weft_coll_name(d.kind),
               (unsigned long long)d.seq, d.count, weft_dtype_name(d.dtype),
-              weft_algo_name(d.algo));
+              from_file ? "file" : weft_algo_name(d.algo));
   /* Printed too at WEFT_DEBUG >= 1: a failure on one rank explains the errors on the others. */
   if (c->config.debug >= 1) fprintf(stderr, "weft: %s\n", err_last());
   return comm_fail(c, res);

@@ -80,6 +80,7 @@ void comm_free(weft_comm_t *c, int abortive) {
   rescue_close(c, abortive);
   comm_premul_release(c);
   comm_resident_release(c);
+  comm_algo_release(c);
   exec_ctx_release(&c->exec);
   dev_engine_close(c->dev);
   free(c->via);
@@ -491,6 +492,8 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
   }
   /* After setup, which fills in c->exec: a failed init leaves no trace file behind. */
   if (res == WEFT_SUCCESS) res = trace_open(&c->exec.trace, &c->config, rank, nranks);
+  /* Last: loading agrees over the communicator's own connections. */
+  if (res == WEFT_SUCCESS && c->config.algo_file[0]) res = comm_algo_load(c, c->config.algo_file);
   if (res != WEFT_SUCCESS) {
     comm_free(c, 1);
     /* A failure deep in setup ("measuring the cost model: receive from rank 3") does not say

@@ -57,6 +57,7 @@ struct weft_comm {
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
   algo_policy_t algo_policy;     /* what WEFT_ALGO forces */
+  struct msccl_program *algo_prog; /* WEFT_ALGO_FILE or weft_comm_load_algo's program, or NULL */
   /* The automatic choice's models, the same on every rank: model for host buffers, dev_model for
    * device buffers, both from costs and the transport mix (cost_model.c) unless model_tuned
    * (WEFT_TUNE_FILE gave the host model whole). costs: the committed constants with the tune
@@ -139,6 +140,11 @@ weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
  * both ends have a verbs port of one link layer, else tcp; unless WEFT_TRANSPORT says otherwise),
  * connects the ring, and sets the cost models from the transport mix (cost_model_connect). */
 weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all);
+
+/* Loads the MSCCL program at `path` for c (NULL: unloads it), after every rank has agreed it
+ * loaded the same one (algo_file.c). Collective; on failure c keeps its previous program. */
+weft_result_t comm_algo_load(weft_comm_t *c, const char *path);
+void comm_algo_release(weft_comm_t *c);
 
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`
  * failing the operations not yet started with WEFT_ERR_ABORTED. */

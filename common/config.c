@@ -54,6 +54,8 @@ static const knob_t knobs[] = {
     {"WEFT_TUNE_FILE", "", STRING_KNOB(tune_file),
      "cost model (alpha, beta, gamma) written by weft-bench --tune, and/or single constants "
      "(shm.intra.beta 2.5e-10); empty: the committed per-transport constants"},
+    {"WEFT_ALGO_FILE", "", STRING_KNOB(algo_file),
+     "an MSCCL program (XML) that runs its collective on communicators of its size (init's)"},
     {"WEFT_TRANSPORT", "auto", STRING_KNOB(transport),
      "auto (shared memory to ranks on this host; to others RDMA verbs where both have an active "
      "port of the same link layer, else TCP), tcp, shm (one host only), or ib (verbs to every "

@@ -28,6 +28,7 @@ typedef struct {
   char algo[256];          /* WEFT_ALGO: "ring" or "all_reduce=tree,broadcast=ring" */
   int hierarchy;           /* WEFT_HIERARCHY: hierarchical all-reduce: 1 always, 0 never, -1 auto */
   char tune_file[512];     /* WEFT_TUNE_FILE: cost model written by weft-bench --tune */
+  char algo_file[512];     /* WEFT_ALGO_FILE: an MSCCL program (XML) run for its collective */
   char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else ib or tcp), tcp, shm, ib */
   int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
   size_t device_slice_bytes; /* WEFT_DEVICE_SLICE_BYTES: the slice of calls on device buffers */

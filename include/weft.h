@@ -423,6 +423,20 @@ weft_result_t weft_comm_split(weft_comm_t *comm, int color, int key, weft_comm_t
 /* A new communicator of the same ranks (collective over `comm`). */
 weft_result_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
 
+/* ---- Algorithms from files ------------------------------------------------------------------ */
+
+/* Loads an algorithm published as an MSCCL program (the XML of msccl-tools, TACCL, TE-CCL) for
+ * `comm`: from then on, a call of the program's collective (its `coll`) on this communicator
+ * runs the program, unless the call names its own algorithm (weft_call_t.algo) or is an
+ * all_reduce/reduce_scatter with WEFT_AVG, or has a count that does not cut into the program's
+ * chunks; other calls keep the normal choice. The program's ngpus must equal the communicator's
+ * size. Collective: every rank calls it, with the same program
+ * (the ranks compare a hash of the file: one that differs, or that a rank could not read, fails
+ * the call on every rank and leaves the communicator as it was). A malformed file fails with a
+ * message naming the line and element. NULL unloads. WEFT_ALGO_FILE does the same at init.
+ * docs/msccl.md describes what is supported. */
+weft_result_t weft_comm_load_algo(weft_comm_t *comm, const char *path);
+
 /* ---- Carrying on after a failure ---------------------------------------------------------- */
 
 /* Like ncclCommShrink: a new communicator of the ranks of `comm` that are still alive, minus

@@ -51,6 +51,9 @@ sources_of() {
     tcp_wire) echo transport/tcp_wire.c ;;
     call_desc) echo collectives/call_desc.c collectives/names.c common/error.c ;;
     tune_file) echo comm/tune_file.c common/error.c ;;
+    msccl)
+      echo collectives/msccl_import.c collectives/msccl_order.c collectives/msccl_build.c \
+        collectives/xml_reader.c collectives/schedule.c collectives/names.c common/error.c ;;
     *) return 1 ;;
   esac
 }

@@ -22,6 +22,7 @@ typedef enum {
   K_SECONDS,
   K_NO_HEADER,
   K_TRACE,
+  K_PATH,
   K_TRANSPORT,
   K_HELP,
   K_TOPOLOGY,  /* a topology file: network mode */
@@ -64,6 +65,7 @@ static const opt_t options[] = {
     {0, "topology", K_TOPOLOGY, 0, 0, 0},
     {0, "net", K_NET, 0, 0, 0},
     {0, "rank-order", K_RANK_ORDER, 0, 0, 0},
+    {0, "algo-file", K_PATH, AT(algo_file), 0, 0},
     {'h', "help", K_HELP, 0, 0, 0},
 };
 
@@ -162,6 +164,13 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
                "%s: unknown collective '%s' (all_reduce broadcast reduce all_gather "
                "reduce_scatter barrier send recv gather scatter all_to_all all_to_allv)",
                flag, v);
+      return SIMCLI_ERROR;
+    case K_PATH:
+      if (strlen(v) < sizeof o->algo_file) {
+        snprintf(o->algo_file, sizeof o->algo_file, "%s", v);
+        break;
+      }
+      snprintf(err, errlen, "%s: path longer than %zu bytes", flag, sizeof o->algo_file - 1);
       return SIMCLI_ERROR;
     case K_ALGO:
       o->algo = strcmp(v, "all") == 0 ? SIMCLI_ALL_ALGOS : weft_algo_from_name(v);
@@ -344,6 +353,7 @@ void simcli_usage(FILE *out) {
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
       "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
       "                [--topology file] [--net key=value] [--rank-order file]\n"
+      "                [--algo-file program.xml]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
@@ -351,6 +361,8 @@ void simcli_usage(FILE *out) {
       "host; across hosts for links between nodes), the flags above override them.\n"
       "send/recv: rank 0 sends to -r (default the last rank). --trace lists every\n"
       "message: from, to, bytes, start and end (us). --topology, --net and --rank-order turn\n"
-      "on the network mode: links shared max-min fairly (README.md, \"Network model\").\n",
+      "on the network mode: links shared max-min fairly (README.md, \"Network model\").\n"
+      "--algo-file simulates an MSCCL program (XML) instead: its collective on its ranks\n"
+      "(-C and -p are taken from it).\n",
       out);
 }

@@ -142,7 +142,7 @@ static weft_result_t build_streams(sim_world_t *w, int rank) {
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     r->nslices[i] = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
-    if (op->kind == SCHED_COPY) {
+    if (sched_is_local(op->kind)) {
       r->copies[r->ncopies++] = i;
       continue;
     }

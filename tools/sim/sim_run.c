@@ -31,12 +31,17 @@ static int head(const sim_stream_t *st, int *op, size_t *slice) {
   return 1;
 }
 
-/* Slices of op `oi` whose dependency has been met (schedule.h's rule, as the executor's). */
+/* Slices of op `oi` whose dependencies have been met (schedule.h's rule for each, the fewest, as
+ * the executor's). */
 static size_t dep_ready(const sim_rank_t *r, int oi) {
   const sched_op_t *op = &r->s.ops[oi];
-  if (op->dep < 0) return r->nslices[oi];
-  return sched_dep_ready(op->dep, op->dep_whole, r->nslices[oi], r->done[op->dep],
-                         r->nslices[op->dep]);
+  size_t ready = r->nslices[oi];
+  for (int k = 0; k < sched_ndeps(op); k++) {
+    sched_dep_t d = sched_dep_at(&r->s, op, k);
+    size_t n = sched_dep_ready(d.op, d.whole, r->nslices[oi], r->done[d.op], r->nslices[d.op]);
+    if (n < ready) ready = n;
+  }
+  return ready;
 }
 
 /* Posted: the stream has a free slot and the op's dependency has completed this slice. */
@@ -100,7 +105,9 @@ static weft_result_t queue_copies(sim_world_t *w, int rank) {
     int oi = r->copies[k];
     while (r->queued[oi] < dep_ready(r, oi)) {
       double bytes = sim_slice_bytes(w, r, oi, r->queued[oi]++);
-      sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * w->m->beta_mem};
+      /* A local reduction (SCHED_REDUCE) costs what a receive's does. */
+      double per_byte = r->s.ops[oi].kind == SCHED_REDUCE ? w->m->gamma : w->m->beta_mem;
+      sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * per_byte};
       WEFT_CHECK(cpu_push(w, rank, t));
     }
   }
