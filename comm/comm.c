@@ -485,6 +485,7 @@ static weft_result_t init_common(weft_comm_t **out, int nranks, int rank, const 
   weft_result_t res = config_load(&c->config, NULL, NULL);
   if (res == WEFT_SUCCESS) res = algo_policy_parse(c->config.algo, &c->algo_policy);
   if (res == WEFT_SUCCESS) res = cost_model_init(c);
+  if (res == WEFT_SUCCESS) res = trace_check_folder(&c->config, rank);
   if (res == WEFT_SUCCESS) {
     c->local_rank = local_rank;
     c->local_size = local_size;

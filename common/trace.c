@@ -67,6 +67,24 @@ static int64_t realtime_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+weft_result_t trace_check_folder(const weft_config_t *cfg, int rank) {
+  if (!cfg->trace[0]) return WEFT_SUCCESS;
+  /* Checked now: finding out at destroy, after the whole job ran, would waste the run. */
+  char dir[sizeof cfg->trace];
+  snprintf(dir, sizeof dir, "%s", cfg->trace);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    slash[slash == dir ? 1 : 0] = '\0';
+  else
+    strcpy(dir, ".");
+  if (access(dir, W_OK | X_OK) != 0) {
+    int e = errno;
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: WEFT_TRACE=%s: cannot write in %s: %s",
+                    rank, cfg->trace, dir, strerror(e));
+  }
+  return WEFT_SUCCESS;
+}
+
 weft_result_t trace_open(trace_t **out, const weft_config_t *cfg, int rank, int nranks) {
   *out = NULL;
   if (!cfg->trace[0]) return WEFT_SUCCESS;
@@ -81,20 +99,11 @@ weft_result_t trace_open(trace_t **out, const weft_config_t *cfg, int rank, int 
     snprintf(t->path, sizeof t->path, "%s.rank%d.json", cfg->trace, rank);
   else
     snprintf(t->path, sizeof t->path, "%s.rank%d-%d.json", cfg->trace, rank, k);
-  /* Checked now: finding out at destroy, after the whole job ran, would waste the run. */
-  char dir[sizeof t->path];
-  snprintf(dir, sizeof dir, "%s", t->path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    slash[slash == dir ? 1 : 0] = '\0';
-  else
-    strcpy(dir, ".");
-  if (access(dir, W_OK | X_OK) != 0) {
-    int e = errno;
+  weft_result_t res = trace_check_folder(cfg, rank);
+  if (res != WEFT_SUCCESS) {
     free(t->streams);
     free(t);
-    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: WEFT_TRACE=%s: cannot write in %s: %s",
-                    rank, cfg->trace, dir, strerror(e));
+    return res;
   }
   t->rank = rank;
   t->nranks = nranks;

@@ -36,6 +36,11 @@ typedef struct trace trace_t;
  * process traces). Fails if that file's directory is not writable, so a bad path shows at init. */
 weft_result_t trace_open(trace_t **out, const weft_config_t *cfg, int rank, int nranks);
 
+/* The check trace_open makes of cfg->trace's directory, on its own: init makes it before it
+ * connects, so that every rank fails on a bad WEFT_TRACE alike instead of one rank failing while
+ * its peers are still connecting to it (and then reporting a vanished peer). */
+weft_result_t trace_check_folder(const weft_config_t *cfg, int rank);
+
 /* Writes the file (via a temporary, renamed into place, so a reader never sees half of it) and
  * frees the trace. NULL does nothing. WEFT_ERR_SYSTEM naming the path if writing failed. */
 weft_result_t trace_close(trace_t *t);

@@ -164,20 +164,28 @@ TEST(Abort, FailsQueuedRequests) {
 // the ring at init and other peers on first use): over TCP, rank 0 opens the connection to rank 2
 // and waits for its answer (up to 5 s), rank 3 waits for rank 1 to connect (up to
 // WEFT_TIMEOUT_MS); neither peer is in a call. Each gives up within the bound when aborted.
+// A peer still inside init answers connections (its acceptor runs while it connects its ring),
+// so every rank first passes a ring barrier (a ring: it connects no new pair, where a
+// dissemination barrier would connect rank 0 to rank 2), and the callers wait a little longer:
+// by then ranks 1 and 2 sleep outside any call, which is the case under test.
 TEST(Abort, DuringAConnectOnFirstUse) {
   setenv("WEFT_TIMEOUT_MS", "30000", 1);
   setenv("WEFT_TRANSPORT", "tcp", 1);
+  setenv("WEFT_ALGO", "barrier=ring", 1);
   auto results = mp_run(
       4,
       [](int rank, int n, int port) -> std::string {
         weft_comm_t* comm;
         std::string err = join(rank, n, port, &comm);
         if (!err.empty()) return err;
+        if (weft_barrier(comm, nullptr) != WEFT_SUCCESS)
+          return where(rank) + "barrier: " + weft_last_error();
         if (rank == 1 || rank == 2) {
           usleep(2000 * 1000);
           weft_comm_abort(comm);
           return "";
         }
+        usleep(200 * 1000);
         std::vector<float> buf(16, 1.0f);
         weft_result_t call_res = WEFT_SUCCESS;
         std::string call_msg;
@@ -204,6 +212,7 @@ TEST(Abort, DuringAConnectOnFirstUse) {
       },
       60000);
   unsetenv("WEFT_TRANSPORT");
+  unsetenv("WEFT_ALGO");
   EXPECT_EQ(mp_summary(results), "");
 }
 
