@@ -42,18 +42,19 @@ double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t
   return (double)((left < w->slice_elems ? left : w->slice_elems) * w->esize);
 }
 
-static sim_stream_t *stream_for(sim_world_t *w, sim_rank_t *r, int peer, int send) {
-  for (int i = 0; i < r->nstreams; i++)
-    if (r->streams[i].peer == peer && r->streams[i].is_send == send) return &r->streams[i];
-  sim_stream_t *st = &r->streams[r->nstreams++];
-  memset(st, 0, sizeof *st);
-  st->peer = peer;
-  st->is_send = send;
-  st->match = -1;
-  st->waiting = -1;
-  st->ops = malloc(sizeof(int) * (size_t)(r->s.nops + 1));
-  st->fifo = malloc(sizeof(sim_slot_t) * (size_t)w->m->window);
-  return st->ops && st->fifo ? st : NULL;
+/* The stream of `r` to or from `peer`, found through slot_of (2 entries per peer, -1: none yet)
+ * and appended in first-use order, executor.c's order. */
+static int stream_for(sim_rank_t *r, int *slot_of, int peer, int send) {
+  int *slot = &slot_of[2 * peer + send];
+  if (*slot < 0) {
+    sim_stream_t *st = &r->streams[*slot = r->nstreams++];
+    memset(st, 0, sizeof *st);
+    st->peer = peer;
+    st->is_send = send;
+    st->match = -1;
+    st->waiting = -1;
+  }
+  return *slot;
 }
 
 static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, int rank,
@@ -114,67 +115,135 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
   return res;
 }
 
-/* Streams in executor.c's order: the call description's first, then ops as they appear. */
-static weft_result_t build_streams(sim_world_t *w, int rank) {
+/* Streams in executor.c's order: the call description's first, then ops as they appear. Each
+ * op's stream is found through slot_of (2 * nranks entries, all -1 between calls), so a rank
+ * costs time linear in its ops whatever the number of peers. */
+static weft_result_t build_streams(sim_world_t *w, int rank, int *slot_of) {
   sim_rank_t *r = &w->ranks[rank];
   const schedule_t *s = &r->s;
   size_t n = (size_t)s->nops + 1;
+  int hdr_to = w->m->headers ? s->hdr_to : -1, hdr_from = w->m->headers ? s->hdr_from : -1;
   r->nslices = calloc(n, sizeof(size_t));
   r->done = calloc(n, sizeof(size_t));
   r->queued = calloc(n, sizeof(size_t));
-  r->streams = calloc(n + 2, sizeof *r->streams);
+  r->op_stream = malloc(sizeof(int) * n);
+  r->dep_first = malloc(sizeof(int) * n);
+  r->dep_next = malloc(sizeof(int) * n);
+  r->stream_ops = malloc(sizeof(int) * n);
+  /* At most one stream per op and per call-description direction, and two per peer. */
+  size_t cap = n + 2 < 2 * (size_t)w->nranks ? n + 2 : 2 * (size_t)w->nranks;
+  r->streams = calloc(cap, sizeof *r->streams);
   r->copies = calloc(n, sizeof(int));
-  if (!r->nslices || !r->done || !r->queued || !r->streams || !r->copies) goto oom;
-  sim_stream_t *st;
-  if (w->m->headers && s->hdr_to >= 0) {
-    if (!(st = stream_for(w, r, s->hdr_to, 1))) goto oom;
-    st->hdr = 1;
-  }
-  if (w->m->headers && s->hdr_from >= 0) {
-    if (!(st = stream_for(w, r, s->hdr_from, 0))) goto oom;
-    st->hdr = 1;
-  }
+  if (!r->nslices || !r->done || !r->queued || !r->op_stream || !r->dep_first || !r->dep_next ||
+      !r->stream_ops || !r->streams || !r->copies)
+    goto oom;
+  if (hdr_to >= 0) r->streams[stream_for(r, slot_of, hdr_to, 1)].hdr = 1;
+  if (hdr_from >= 0) r->streams[stream_for(r, slot_of, hdr_from, 0)].hdr = 1;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     r->nslices[i] = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
+    r->dep_first[i] = r->dep_next[i] = -1;
+    r->op_stream[i] = -1;
     if (op->kind == SCHED_COPY) {
       r->copies[r->ncopies++] = i;
       continue;
     }
-    if (!(st = stream_for(w, r, op->peer, is_send(op->kind)))) goto oom;
-    st->ops[st->nops++] = i;
+    int si = stream_for(r, slot_of, op->peer, is_send(op->kind));
+    r->op_stream[i] = si;
+    r->streams[si].nops++;
   }
+  /* Dependants, newest first: who to look at again when an op completes a slice. */
+  for (int i = s->nops - 1; i >= 0; i--)
+    if (s->ops[i].dep >= 0) {
+      r->dep_next[i] = r->dep_first[s->ops[i].dep];
+      r->dep_first[s->ops[i].dep] = i;
+    }
+  size_t nslots = (size_t)r->nstreams * (size_t)w->m->window;
+  r->fifos = malloc(sizeof *r->fifos * (nslots ? nslots : 1));
+  size_t lists = (size_t)(r->nstreams ? r->nstreams : 1);
+  r->pending = malloc(sizeof(int) * lists);
+  r->out_wait = malloc(sizeof(int) * lists);
+  r->in_wait = malloc(sizeof(int) * lists);
+  if (!r->fifos || !r->pending || !r->out_wait || !r->in_wait) goto oom;
+  int at = 0;
   for (int i = 0; i < r->nstreams; i++) {
-    st = &r->streams[i];
+    sim_stream_t *st = &r->streams[i];
+    slot_of[2 * st->peer + st->is_send] = -1;
+    st->ops = r->stream_ops + at;
+    st->fifo = r->fifos + (size_t)i * (size_t)w->m->window;
+    at += st->nops;
+    st->nops = 0;
     st->nmsgs = st->hdr;
-    for (int k = 0; k < st->nops; k++) st->nmsgs += (long)r->nslices[st->ops[k]];
+  }
+  for (int i = 0; i < s->nops; i++) {
+    if (r->op_stream[i] < 0) continue;
+    sim_stream_t *st = &r->streams[r->op_stream[i]];
+    st->ops[st->nops++] = i;
+    st->nmsgs += (long)r->nslices[i];
   }
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory building rank %d's streams", rank);
 }
 
-/* Every stream needs its opposite end on the peer, carrying as many messages. */
+/* A rank's streams sorted for pair_streams' binary search: (2 * peer + is_send) in the high
+ * half, the stream's index in the low. */
+static int by_key(const void *a, const void *b) {
+  unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int find_stream(const unsigned long long *keys, int n, int peer, int send) {
+  unsigned long long want = (unsigned long long)(2 * peer + send);
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (keys[mid] >> 32 < want)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && keys[lo] >> 32 == want ? (int)(keys[lo] & 0xffffffffu) : -1;
+}
+
+/* Every stream needs its opposite end on the peer, carrying as many messages. Each rank's
+ * streams are sorted by peer once, so pairing costs O(streams log streams). */
 static weft_result_t pair_streams(sim_world_t *w) {
-  for (int r = 0; r < w->nranks; r++) {
+  unsigned long long **order = calloc((size_t)w->nranks, sizeof *order);
+  weft_result_t res = order ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
+    sim_rank_t *rk = &w->ranks[r];
+    order[r] = malloc(sizeof **order * (size_t)(rk->nstreams ? rk->nstreams : 1));
+    if (!order[r]) {
+      res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory pairing streams");
+      break;
+    }
+    for (int i = 0; i < rk->nstreams; i++) {
+      const sim_stream_t *st = &rk->streams[i];
+      order[r][i] = (unsigned long long)(2 * st->peer + st->is_send) << 32 | (unsigned)i;
+    }
+    qsort(order[r], (size_t)rk->nstreams, sizeof **order, by_key);
+  }
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
     sim_rank_t *rk = &w->ranks[r];
     for (int i = 0; i < rk->nstreams; i++) {
       sim_stream_t *st = &rk->streams[i];
       sim_rank_t *pk = &w->ranks[st->peer];
-      long theirs = 0;
-      for (int k = 0; k < pk->nstreams; k++)
-        if (pk->streams[k].peer == r && pk->streams[k].is_send != st->is_send) {
-          st->match = k;
-          theirs = pk->streams[k].nmsgs;
-        }
-      if (theirs != st->nmsgs)
-        return WEFT_ERR(WEFT_ERR_INTERNAL,
-                        "schedules disagree: rank %d %s %ld messages %s rank %d, which %s %ld", r,
-                        st->is_send ? "sends" : "receives", st->nmsgs, st->is_send ? "to" : "from",
-                        st->peer, st->is_send ? "receives" : "sends", theirs);
+      int k = find_stream(order[st->peer], pk->nstreams, r, !st->is_send);
+      long theirs = k >= 0 ? pk->streams[k].nmsgs : 0;
+      st->match = k;
+      if (theirs != st->nmsgs) {
+        res = WEFT_ERR(WEFT_ERR_INTERNAL,
+                       "schedules disagree: rank %d %s %ld messages %s rank %d, which %s %ld", r,
+                       st->is_send ? "sends" : "receives", st->nmsgs, st->is_send ? "to" : "from",
+                       st->peer, st->is_send ? "receives" : "sends", theirs);
+        break;
+      }
     }
   }
-  return WEFT_SUCCESS;
+  for (int r = 0; order && r < w->nranks; r++) free(order[r]);
+  free(order);
+  return res;
 }
 
 static weft_result_t check_call(const sim_call_t *c) {
@@ -207,8 +276,17 @@ static weft_result_t check_call(const sim_call_t *c) {
 static weft_result_t setup(sim_world_t *w) {
   /* executor.c: barriers move bytes (esize 1), everything else elements of the dtype. */
   w->slice_elems = w->m->slice_bytes / w->esize ? w->m->slice_bytes / w->esize : 1;
-  for (int r = 0; r < w->nranks; r++) WEFT_CHECK(build_streams(w, r));
-  return pair_streams(w);
+  int *slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
+  w->dirty_list = malloc(sizeof(int) * (size_t)w->nranks);
+  if (!slot_of || !w->dirty_list) {
+    free(slot_of);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", w->nranks);
+  }
+  for (int i = 0; i < 2 * w->nranks; i++) slot_of[i] = -1;
+  weft_result_t res = WEFT_SUCCESS;
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) res = build_streams(w, r, slot_of);
+  free(slot_of);
+  return res == WEFT_SUCCESS ? pair_streams(w) : res;
 }
 
 static weft_result_t alloc_ranks(sim_world_t *w, const sim_model_t *m, int nranks) {
@@ -246,19 +324,25 @@ weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks,
 void sim_world_free(sim_world_t *w) {
   for (int r = 0; w->ranks && r < w->nranks; r++) {
     sim_rank_t *rk = &w->ranks[r];
-    for (int i = 0; rk->streams && i < rk->nstreams; i++) {
-      free(rk->streams[i].ops);
-      free(rk->streams[i].fifo);
-    }
     if (w->owns_schedules) sched_free(&rk->s);
     free(rk->nslices);
     free(rk->done);
     free(rk->queued);
+    free(rk->op_stream);
+    free(rk->dep_first);
+    free(rk->dep_next);
     free(rk->streams);
+    free(rk->stream_ops);
+    free(rk->fifos);
     free(rk->copies);
+    free(rk->pending);
+    free(rk->out_wait);
+    free(rk->in_wait);
     free(rk->tasks);
   }
   free(w->ranks);
+  free(w->dirty_list);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
+  w->dirty_list = NULL;
 }

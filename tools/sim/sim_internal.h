@@ -19,14 +19,16 @@ typedef struct {
 typedef struct {
   int peer, is_send;
   int hdr;        /* the call description still has to start on this stream */
-  int *ops, nops; /* schedule indices in stream order */
+  int *ops, nops; /* schedule indices in stream order (a part of the rank's stream_ops) */
   int cur;        /* ops[cur] holds the next slice to start */
   size_t slice;
   long nmsgs;       /* messages in all, the call description included */
-  sim_slot_t *fifo; /* `window` slots */
+  sim_slot_t *fifo; /* `window` slots (a part of the rank's fifos) */
   int head, count;
   int match;      /* index of the peer's stream in the other direction */
-  double waiting; /* send streams: since when the head waits only for ports; < 0: it does not */
+  double waiting; /* since when the pair's head waits only for ports; < 0: it does not */
+  int wpos;       /* while waiting: this end's place in its rank's out_wait or in_wait */
+  int listed;     /* in its rank's `pending` list */
   unsigned epoch; /* the last try_start round that looked at this stream */
 } sim_stream_t;
 
@@ -42,14 +44,22 @@ typedef struct {
 typedef struct {
   schedule_t s;
   size_t *nslices, *done, *queued; /* per op; queued: copy slices handed to the CPU */
+  int *op_stream;                  /* per op: its stream, -1 for a copy */
+  int *dep_first, *dep_next;       /* per op: the ops that depend on it, as linked lists */
   sim_stream_t *streams;
   int nstreams;
+  int *stream_ops; /* every stream's ops, stream after stream */
+  sim_slot_t *fifos;
   int *copies, ncopies;
+  /* Streams whose pair may have changed (posted or not) since a round last looked at it; pairs
+   * that wait only for ports, by their send end (out_wait) and their receive end (in_wait). */
+  int *pending, npending;
+  int *out_wait, nout_wait, *in_wait, nin_wait;
   int out_busy, in_busy, cpu_busy;
   sim_task_t *tasks; /* FIFO ring of task_cap */
   int task_head, task_count, task_cap;
   double end; /* when this rank last finished something */
-  int dirty;  /* something changed here since the last try_start */
+  int dirty;  /* something changed here since the last try_start (then it is in dirty_list) */
 } sim_rank_t;
 
 typedef enum { SIM_EV_XFER, SIM_EV_CPU } sim_ev_kind_t;
@@ -76,6 +86,7 @@ typedef struct {
   sim_heap_t heap;
   double now;
   unsigned epoch;
+  int *dirty_list, ndirty; /* ranks with `dirty` set, for the next try_start */
   sim_trace_fn trace;
   void *trace_arg;
   sim_result_t res;

@@ -19,6 +19,41 @@ typedef struct {
 
 static weft_result_t oom(void) { return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory"); }
 
+/* Something changed at `rank`: the next try_start looks at its pending and waiting pairs. */
+static void mark_dirty(sim_world_t *w, int rank) {
+  sim_rank_t *r = &w->ranks[rank];
+  if (r->dirty) return;
+  r->dirty = 1;
+  w->dirty_list[w->ndirty++] = rank;
+}
+
+static void list_stream(sim_rank_t *r, int si) {
+  if (r->streams[si].listed) return;
+  r->streams[si].listed = 1;
+  r->pending[r->npending++] = si;
+}
+
+/* The pair of stream `si` of `rank` may have become posted at both ends: it is looked at when
+ * either end's rank is next dirty, as a scan of every stream of that rank would. */
+static void touch(sim_world_t *w, int rank, int si) {
+  sim_stream_t *st = &w->ranks[rank].streams[si];
+  list_stream(&w->ranks[rank], si);
+  list_stream(&w->ranks[st->peer], st->match);
+}
+
+/* Op `oi` of `rank` completed a slice: the streams of the ops waiting on it may move. */
+static void touch_dependants(sim_world_t *w, int rank, int oi) {
+  sim_rank_t *r = &w->ranks[rank];
+  for (int k = r->dep_first[oi]; k >= 0; k = r->dep_next[k])
+    if (r->op_stream[k] >= 0) touch(w, rank, r->op_stream[k]);
+}
+
+/* A pair stops waiting for ports (it starts): out of its two ranks' waiting lists. */
+static void unwait(int *list, int *n, sim_stream_t *streams, int pos) {
+  list[pos] = list[--*n];
+  streams[list[pos]].wpos = pos;
+}
+
 /* The next message of a stream: the call description (op -1) or slice *slice of op *op. */
 static int head(const sim_stream_t *st, int *op, size_t *slice) {
   *op = -1;
@@ -110,13 +145,20 @@ static weft_result_t queue_copies(sim_world_t *w, int rank) {
 static weft_result_t retire(sim_world_t *w, int rank, sim_stream_t *st) {
   sim_rank_t *r = &w->ranks[rank];
   int any = 0;
+  int si = (int)(st - r->streams), popped = 0;
   while (st->count > 0 && st->fifo[st->head].complete) {
-    if (st->fifo[st->head].op >= 0) r->done[st->fifo[st->head].op]++, any = 1;
+    int op = st->fifo[st->head].op;
+    if (op >= 0) {
+      r->done[op]++, any = 1;
+      touch_dependants(w, rank, op);
+    }
     st->head = (st->head + 1) % w->m->window;
     st->count--;
     r->end = w->now;
+    popped = 1;
   }
-  r->dirty = 1;
+  if (popped) touch(w, rank, si);
+  mark_dirty(w, rank);
   return any ? queue_copies(w, rank) : WEFT_SUCCESS;
 }
 
@@ -147,7 +189,12 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   in->count++;
   advance(s, out);
   advance(d, in);
+  if (out->waiting >= 0) {
+    unwait(s->out_wait, &s->nout_wait, s->streams, out->wpos);
+    unwait(d->in_wait, &d->nin_wait, d->streams, in->wpos);
+  }
   out->waiting = -1;
+  touch(w, from, si);
   s->out_busy = d->in_busy = 1;
   double dt = sim_link_time(w->m, from, out->peer, bytes);
   sim_event_t e = {.t = w->now + dt,
@@ -171,8 +218,15 @@ static weft_result_t consider(sim_world_t *w, cands_t *c, int rank, int si) {
   if (st->epoch == w->epoch) return WEFT_SUCCESS;
   st->epoch = w->epoch;
   sim_rank_t *d = &w->ranks[st->peer];
-  if (!posted(w, r, st) || !posted(w, d, &d->streams[st->match])) return WEFT_SUCCESS;
-  if (st->waiting < 0) st->waiting = w->now;
+  if (st->waiting < 0) {
+    sim_stream_t *in = &d->streams[st->match];
+    if (!posted(w, r, st) || !posted(w, d, in)) return WEFT_SUCCESS;
+    st->waiting = w->now;
+    st->wpos = r->nout_wait;
+    r->out_wait[r->nout_wait++] = si;
+    in->wpos = d->nin_wait;
+    d->in_wait[d->nin_wait++] = st->match;
+  }
   if (c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
     cand_t *v = realloc(c->v, sizeof *v * (size_t)cap);
@@ -191,21 +245,32 @@ static int cand_cmp(const void *a, const void *b) {
   return x->stream - y->stream;
 }
 
-/* Starts every message that can start now. Only streams at or into a rank where something
- * changed can have become startable, so only those are looked at. */
+static weft_result_t consider_end(sim_world_t *w, cands_t *c, int rank, int si) {
+  const sim_stream_t *st = &w->ranks[rank].streams[si];
+  return st->is_send ? consider(w, c, rank, si) : consider(w, c, st->peer, st->match);
+}
+
+/* Starts every message that can start now. Only pairs with an end at a rank where something
+ * changed can have become startable, and of those only the ones that changed (pending) or that
+ * wait for ports (out_wait, in_wait) can be posted at both ends: every other stream of a dirty
+ * rank is known not to be. So a round costs what changed, not the number of ranks or streams,
+ * and sees the same candidates, with the same waiting times, as a scan of every dirty rank. */
 static weft_result_t try_start(sim_world_t *w, cands_t *c) {
   w->epoch++;
   c->n = 0;
-  for (int q = 0; q < w->nranks; q++) {
+  for (int k = 0; k < w->ndirty; k++) {
+    int q = w->dirty_list[k];
     sim_rank_t *r = &w->ranks[q];
-    if (!r->dirty) continue;
     r->dirty = 0;
-    for (int i = 0; i < r->nstreams; i++) {
-      sim_stream_t *st = &r->streams[i];
-      weft_result_t res = st->is_send ? consider(w, c, q, i) : consider(w, c, st->peer, st->match);
-      if (res != WEFT_SUCCESS) return res;
+    for (int i = 0; i < r->npending; i++) {
+      r->streams[r->pending[i]].listed = 0;
+      WEFT_CHECK(consider_end(w, c, q, r->pending[i]));
     }
+    r->npending = 0;
+    for (int i = 0; i < r->nout_wait; i++) WEFT_CHECK(consider(w, c, q, r->out_wait[i]));
+    for (int i = 0; i < r->nin_wait; i++) WEFT_CHECK(consider_end(w, c, q, r->in_wait[i]));
   }
+  w->ndirty = 0;
   if (c->n > 1) qsort(c->v, (size_t)c->n, sizeof *c->v, cand_cmp); /* c->v may be NULL */
   for (int k = 0; k < c->n; k++) {
     sim_rank_t *s = &w->ranks[c->v[k].rank];
@@ -236,7 +301,7 @@ static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
   } else {
     f->complete = 1;
   }
-  d->dirty = 1;
+  mark_dirty(w, e->to);
   return retire(w, e->to, in);
 }
 
@@ -246,7 +311,7 @@ static weft_result_t on_cpu(sim_world_t *w, int rank) {
   r->task_head = (r->task_head + 1) % r->task_cap;
   r->task_count--;
   r->cpu_busy = 0;
-  r->dirty = 1;
+  mark_dirty(w, rank);
   r->end = w->now;
   WEFT_CHECK(cpu_kick(w, rank));
   if (t.kind == SIM_TASK_REDUCE) {
@@ -254,6 +319,7 @@ static weft_result_t on_cpu(sim_world_t *w, int rank) {
     WEFT_CHECK(retire(w, rank, &r->streams[t.stream]));
   } else {
     r->done[t.op]++;
+    touch_dependants(w, rank, t.op);
     WEFT_CHECK(queue_copies(w, rank));
   }
   return WEFT_SUCCESS;
@@ -286,7 +352,9 @@ static weft_result_t run(sim_world_t *w) {
   cands_t c = {0};
   weft_result_t res = WEFT_SUCCESS;
   for (int q = 0; q < w->nranks && res == WEFT_SUCCESS; q++) {
-    w->ranks[q].dirty = 1;
+    sim_rank_t *r = &w->ranks[q];
+    mark_dirty(w, q);
+    for (int i = 0; i < r->nstreams; i++) list_stream(r, i);
     res = queue_copies(w, q);
   }
   if (res == WEFT_SUCCESS) res = try_start(w, &c);
