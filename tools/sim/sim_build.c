@@ -35,9 +35,9 @@ static int is_token(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED
 static int is_send(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
 
 double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j) {
-  const sched_op_t *op = &r->s.ops[oi];
+  const sim_op_t *op = &r->ops[oi];
   /* executor.c: a token that carries values to agree on is SIM_AGREE_BYTES, a bare one 1. */
-  if (is_token(op->kind)) return op->agree.on ? SIM_AGREE_BYTES : 1;
+  if (is_token((sched_kind_t)op->kind)) return op->agree ? SIM_AGREE_BYTES : 1;
   size_t left = op->count - j * w->slice_elems;
   return (double)((left < w->slice_elems ? left : w->slice_elems) * w->esize);
 }
@@ -57,7 +57,7 @@ static int stream_for(sim_rank_t *r, int *slot_of, int peer, int send) {
   return *slot;
 }
 
-static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, int rank,
+static weft_result_t build_schedule_with(schedule_t *s, const sim_call_t *c, int rank,
                                          const sched_args_t *args) {
   sched_args_t a = *args;
   weft_coll_t coll = c->coll;
@@ -67,7 +67,7 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
     a.coll = coll;
     a.root = rank == 0 ? c->root : 0;
     if (rank != 0 && rank != c->root) {
-      sched_init(&w->ranks[rank].s, 0, 0);
+      sched_init(s, 0, 0);
       return WEFT_SUCCESS;
     }
   }
@@ -75,8 +75,8 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
   if (!e)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s has no %s", weft_coll_name(coll),
                     weft_algo_name(c->algo));
-  weft_result_t res = e->build(&w->ranks[rank].s, &a);
-  if (res == WEFT_SUCCESS) res = sched_validate(&w->ranks[rank].s, c->nranks);
+  weft_result_t res = e->build(s, &a);
+  if (res == WEFT_SUCCESS) res = sched_validate(s, c->nranks);
   if (res != WEFT_SUCCESS)
     return err_context(res, "rank %d: %s %s schedule", rank, weft_coll_name(coll),
                        weft_algo_name(c->algo));
@@ -85,7 +85,7 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
 
 /* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
  * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
-static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
+static weft_result_t build_schedule(sim_world_t *w, schedule_t *s, const sim_call_t *c, int rank) {
   sched_args_t a = {
       .coll = c->coll, .rank = rank, .nranks = c->nranks, .count = c->count, .root = c->root};
   int rpn = w->m->ranks_per_node;
@@ -109,7 +109,7 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
     free(node_of);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
   }
-  weft_result_t res = build_schedule_with(w, c, rank, &a);
+  weft_result_t res = build_schedule_with(s, c, rank, &a);
   free(node_of);
   free(even);
   return res;
@@ -118,45 +118,46 @@ static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int ran
 /* Streams in executor.c's order: the call description's first, then ops as they appear. Each
  * op's stream is found through slot_of (2 * nranks entries, all -1 between calls), so a rank
  * costs time linear in its ops whatever the number of peers. */
-static weft_result_t build_streams(sim_world_t *w, int rank, int *slot_of) {
+static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s) {
   sim_rank_t *r = &w->ranks[rank];
-  const schedule_t *s = &r->s;
+  int *slot_of = w->slot_of;
   size_t n = (size_t)s->nops + 1;
   int hdr_to = w->m->headers ? s->hdr_to : -1, hdr_from = w->m->headers ? s->hdr_from : -1;
-  r->nslices = calloc(n, sizeof(size_t));
-  r->done = calloc(n, sizeof(size_t));
-  r->queued = calloc(n, sizeof(size_t));
-  r->op_stream = malloc(sizeof(int) * n);
-  r->dep_first = malloc(sizeof(int) * n);
-  r->dep_next = malloc(sizeof(int) * n);
+  r->ops = calloc(n, sizeof *r->ops);
+  r->nops = s->nops;
   r->stream_ops = malloc(sizeof(int) * n);
   /* At most one stream per op and per call-description direction, and two per peer. */
   size_t cap = n + 2 < 2 * (size_t)w->nranks ? n + 2 : 2 * (size_t)w->nranks;
   r->streams = calloc(cap, sizeof *r->streams);
   r->copies = calloc(n, sizeof(int));
-  if (!r->nslices || !r->done || !r->queued || !r->op_stream || !r->dep_first || !r->dep_next ||
-      !r->stream_ops || !r->streams || !r->copies)
+  if (!r->ops || !r->stream_ops || !r->streams || !r->copies)
     goto oom;
   if (hdr_to >= 0) r->streams[stream_for(r, slot_of, hdr_to, 1)].hdr = 1;
   if (hdr_from >= 0) r->streams[stream_for(r, slot_of, hdr_from, 0)].hdr = 1;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
-    r->nslices[i] = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
-    r->dep_first[i] = r->dep_next[i] = -1;
-    r->op_stream[i] = -1;
+    sim_op_t *o = &r->ops[i];
+    o->count = op->count;
+    o->nslices = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
+    o->dep = op->dep;
+    o->dep_whole = op->dep_whole != 0;
+    o->dep_first = o->dep_next = o->stream = -1;
+    o->step = op->step;
+    o->kind = (unsigned char)op->kind;
+    o->agree = op->agree.on != 0;
     if (op->kind == SCHED_COPY) {
       r->copies[r->ncopies++] = i;
       continue;
     }
     int si = stream_for(r, slot_of, op->peer, is_send(op->kind));
-    r->op_stream[i] = si;
+    o->stream = si;
     r->streams[si].nops++;
   }
   /* Dependants, newest first: who to look at again when an op completes a slice. */
   for (int i = s->nops - 1; i >= 0; i--)
     if (s->ops[i].dep >= 0) {
-      r->dep_next[i] = r->dep_first[s->ops[i].dep];
-      r->dep_first[s->ops[i].dep] = i;
+      r->ops[i].dep_next = r->ops[s->ops[i].dep].dep_first;
+      r->ops[s->ops[i].dep].dep_first = i;
     }
   size_t nslots = (size_t)r->nstreams * (size_t)w->m->window;
   r->fifos = malloc(sizeof *r->fifos * (nslots ? nslots : 1));
@@ -176,10 +177,10 @@ static weft_result_t build_streams(sim_world_t *w, int rank, int *slot_of) {
     st->nmsgs = st->hdr;
   }
   for (int i = 0; i < s->nops; i++) {
-    if (r->op_stream[i] < 0) continue;
-    sim_stream_t *st = &r->streams[r->op_stream[i]];
+    if (r->ops[i].stream < 0) continue;
+    sim_stream_t *st = &r->streams[r->ops[i].stream];
     st->ops[st->nops++] = i;
-    st->nmsgs += (long)r->nslices[i];
+    st->nmsgs += (long)r->ops[i].nslices;
   }
   return WEFT_SUCCESS;
 oom:
@@ -272,21 +273,16 @@ static weft_result_t check_call(const sim_call_t *c) {
   return WEFT_SUCCESS;
 }
 
-/* Streams and pairing for schedules already in w->ranks[*].s. */
-static weft_result_t setup(sim_world_t *w) {
+/* What building streams needs for any number of ranks. */
+static weft_result_t prepare(sim_world_t *w) {
   /* executor.c: barriers move bytes (esize 1), everything else elements of the dtype. */
   w->slice_elems = w->m->slice_bytes / w->esize ? w->m->slice_bytes / w->esize : 1;
-  int *slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
+  w->slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
   w->dirty_list = malloc(sizeof(int) * (size_t)w->nranks);
-  if (!slot_of || !w->dirty_list) {
-    free(slot_of);
+  if (!w->slot_of || !w->dirty_list)
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", w->nranks);
-  }
-  for (int i = 0; i < 2 * w->nranks; i++) slot_of[i] = -1;
-  weft_result_t res = WEFT_SUCCESS;
-  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) res = build_streams(w, r, slot_of);
-  free(slot_of);
-  return res == WEFT_SUCCESS ? pair_streams(w) : res;
+  for (int i = 0; i < 2 * w->nranks; i++) w->slot_of[i] = -1;
+  return WEFT_SUCCESS;
 }
 
 static weft_result_t alloc_ranks(sim_world_t *w, const sim_model_t *m, int nranks) {
@@ -304,33 +300,36 @@ weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_ca
   memset(w, 0, sizeof *w);
   WEFT_CHECK(check_call(c));
   WEFT_CHECK(alloc_ranks(w, m, c->nranks));
-  w->owns_schedules = 1;
   w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
-  for (int r = 0; r < c->nranks; r++) WEFT_CHECK(build_schedule(w, c, r));
-  return setup(w);
+  WEFT_CHECK(prepare(w));
+  /* One rank's schedule at a time: only its compact form (sim_op_t) stays. */
+  for (int r = 0; r < c->nranks; r++) {
+    schedule_t s;
+    sched_init(&s, 0, 0);
+    weft_result_t res = build_schedule(w, &s, c, r);
+    if (res == WEFT_SUCCESS) res = build_streams(w, r, &s);
+    sched_free(&s);
+    WEFT_CHECK(res);
+  }
+  return pair_streams(w);
 }
 
 weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
                                const schedule_t *scheds) {
   WEFT_CHECK(alloc_ranks(w, m, nranks));
   w->esize = esize ? esize : 1;
+  WEFT_CHECK(prepare(w));
   for (int r = 0; r < nranks; r++) {
-    w->ranks[r].s = scheds[r];
     WEFT_CHECK(sched_validate(&scheds[r], nranks));
+    WEFT_CHECK(build_streams(w, r, &scheds[r]));
   }
-  return setup(w);
+  return pair_streams(w);
 }
 
 void sim_world_free(sim_world_t *w) {
   for (int r = 0; w->ranks && r < w->nranks; r++) {
     sim_rank_t *rk = &w->ranks[r];
-    if (w->owns_schedules) sched_free(&rk->s);
-    free(rk->nslices);
-    free(rk->done);
-    free(rk->queued);
-    free(rk->op_stream);
-    free(rk->dep_first);
-    free(rk->dep_next);
+    free(rk->ops);
     free(rk->streams);
     free(rk->stream_ops);
     free(rk->fifos);
@@ -342,7 +341,9 @@ void sim_world_free(sim_world_t *w) {
   }
   free(w->ranks);
   free(w->dirty_list);
+  free(w->slot_of);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
   w->dirty_list = NULL;
+  w->slot_of = NULL;
 }

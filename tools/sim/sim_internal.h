@@ -41,11 +41,21 @@ typedef struct {
   double seconds;
 } sim_task_t;
 
+/* What the replay needs of a schedule op, kept instead of the schedule (sched_op_t is about
+ * twice the size), in one cache line with the op's progress. */
 typedef struct {
-  schedule_t s;
-  size_t *nslices, *done, *queued; /* per op; queued: copy slices handed to the CPU */
-  int *op_stream;                  /* per op: its stream, -1 for a copy */
-  int *dep_first, *dep_next;       /* per op: the ops that depend on it, as linked lists */
+  size_t count;              /* elements */
+  size_t nslices, done;      /* slices in all; completed (retired, reduced, copied) */
+  size_t queued;             /* copies: slices handed to the CPU */
+  int dep, stream;           /* stream: -1 for a copy */
+  int dep_first, dep_next;   /* the ops that depend on this one, as a linked list */
+  int step;                  /* the algorithm's step, for messages */
+  unsigned char kind, dep_whole, agree;
+} sim_op_t;
+
+typedef struct {
+  sim_op_t *ops; /* schedule order */
+  int nops;
   sim_stream_t *streams;
   int nstreams;
   int *stream_ops; /* every stream's ops, stream after stream */
@@ -82,11 +92,11 @@ typedef struct {
   int nranks;
   size_t esize, slice_elems;
   sim_rank_t *ranks;
-  int owns_schedules; /* built here (sim_world_build), not lent (sim_world_borrow) */
   sim_heap_t heap;
   double now;
   unsigned epoch;
   int *dirty_list, ndirty; /* ranks with `dirty` set, for the next try_start */
+  int *slot_of;            /* while building: 2 * nranks entries, -1 (sim_build.c) */
   sim_trace_fn trace;
   void *trace_arg;
   sim_result_t res;

@@ -44,8 +44,8 @@ static void touch(sim_world_t *w, int rank, int si) {
 /* Op `oi` of `rank` completed a slice: the streams of the ops waiting on it may move. */
 static void touch_dependants(sim_world_t *w, int rank, int oi) {
   sim_rank_t *r = &w->ranks[rank];
-  for (int k = r->dep_first[oi]; k >= 0; k = r->dep_next[k])
-    if (r->op_stream[k] >= 0) touch(w, rank, r->op_stream[k]);
+  for (int k = r->ops[oi].dep_first; k >= 0; k = r->ops[k].dep_next)
+    if (r->ops[k].stream >= 0) touch(w, rank, r->ops[k].stream);
 }
 
 /* A pair stops waiting for ports (it starts): out of its two ranks' waiting lists. */
@@ -67,10 +67,10 @@ static int head(const sim_stream_t *st, int *op, size_t *slice) {
 
 /* Slices of op `oi` whose dependency has been met (schedule.h's rule, as the executor's). */
 static size_t dep_ready(const sim_rank_t *r, int oi) {
-  const sched_op_t *op = &r->s.ops[oi];
-  if (op->dep < 0) return r->nslices[oi];
-  return sched_dep_ready(op->dep, op->dep_whole, r->nslices[oi], r->done[op->dep],
-                         r->nslices[op->dep]);
+  const sim_op_t *op = &r->ops[oi];
+  if (op->dep < 0) return op->nslices;
+  const sim_op_t *d = &r->ops[op->dep];
+  return sched_dep_ready(op->dep, op->dep_whole, op->nslices, d->done, d->nslices);
 }
 
 /* Posted: the stream has a free slot and the op's dependency has completed this slice. */
@@ -95,7 +95,7 @@ static void advance(sim_rank_t *r, sim_stream_t *st) {
   head(st, &op, &j);
   if (st->hdr)
     st->hdr = 0;
-  else if (++st->slice == r->nslices[op]) {
+  else if (++st->slice == r->ops[op].nslices) {
     st->cur++;
     st->slice = 0;
   }
@@ -132,8 +132,8 @@ static weft_result_t queue_copies(sim_world_t *w, int rank) {
   sim_rank_t *r = &w->ranks[rank];
   for (int k = 0; k < r->ncopies; k++) {
     int oi = r->copies[k];
-    while (r->queued[oi] < dep_ready(r, oi)) {
-      double bytes = sim_slice_bytes(w, r, oi, r->queued[oi]++);
+    while (r->ops[oi].queued < dep_ready(r, oi)) {
+      double bytes = sim_slice_bytes(w, r, oi, r->ops[oi].queued++);
       sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * w->m->beta_mem};
       WEFT_CHECK(cpu_push(w, rank, t));
     }
@@ -149,7 +149,7 @@ static weft_result_t retire(sim_world_t *w, int rank, sim_stream_t *st) {
   while (st->count > 0 && st->fifo[st->head].complete) {
     int op = st->fifo[st->head].op;
     if (op >= 0) {
-      r->done[op]++, any = 1;
+      r->ops[op].done++, any = 1;
       touch_dependants(w, rank, op);
     }
     st->head = (st->head + 1) % w->m->window;
@@ -172,15 +172,15 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   head(out, &sop, &sj);
   head(in, &dop, &dj);
   double bytes = head_bytes(w, s, out);
-  int skind = sop < 0 ? -1 : (int)s->s.ops[sop].kind,
-      dkind = dop < 0 ? -1 : (int)d->s.ops[dop].kind;
+  int skind = sop < 0 ? -1 : (int)s->ops[sop].kind,
+      dkind = dop < 0 ? -1 : (int)d->ops[dop].kind;
   int stok = skind == SCHED_SEND_TOKEN, dtok = dkind == SCHED_RECV_TOKEN;
   if (bytes != head_bytes(w, d, in) || (sop < 0) != (dop < 0) || stok != dtok)
     return WEFT_ERR(WEFT_ERR_INTERNAL,
                     "schedules disagree: rank %d sends %.0f bytes (op %d, step %d) to rank %d, "
                     "which expects %.0f bytes (op %d, step %d)",
-                    from, bytes, sop, sop < 0 ? -1 : s->s.ops[sop].step, out->peer,
-                    head_bytes(w, d, in), dop, dop < 0 ? -1 : d->s.ops[dop].step);
+                    from, bytes, sop, sop < 0 ? -1 : s->ops[sop].step, out->peer,
+                    head_bytes(w, d, in), dop, dop < 0 ? -1 : d->ops[dop].step);
   int sslot = (out->head + out->count) % w->m->window;
   int dslot = (in->head + in->count) % w->m->window;
   out->fifo[sslot] = (sim_slot_t){sop, sj, 0};
@@ -286,7 +286,7 @@ static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
   if (w->trace) {
     int op = in->fifo[e->to_slot].op;
     w->trace(w->trace_arg, e->from, e->to, e->bytes, e->start, e->t,
-             op < 0 ? "desc" : sched_kind_name(d->s.ops[op].kind));
+             op < 0 ? "desc" : sched_kind_name((sched_kind_t)d->ops[op].kind));
   }
   s->out_busy = d->in_busy = 0;
   /* A send stream has one message in flight at a time (one outgoing port): it is the head. */
@@ -295,7 +295,7 @@ static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
   sim_slot_t *f = &in->fifo[e->to_slot];
   /* Fused or not, a reducing receive costs its reduction; the model counts one pass over the
    * bytes either way (gamma), and its send waits for it through the dependency. */
-  if (f->op >= 0 && sched_is_reduce(d->s.ops[f->op].kind)) {
+  if (f->op >= 0 && sched_is_reduce((sched_kind_t)d->ops[f->op].kind)) {
     sim_task_t t = {SIM_TASK_REDUCE, e->to_stream, e->to_slot, f->op, e->bytes * w->m->gamma};
     WEFT_CHECK(cpu_push(w, e->to, t));
   } else {
@@ -318,7 +318,7 @@ static weft_result_t on_cpu(sim_world_t *w, int rank) {
     r->streams[t.stream].fifo[t.slot].complete = 1;
     WEFT_CHECK(retire(w, rank, &r->streams[t.stream]));
   } else {
-    r->done[t.op]++;
+    r->ops[t.op].done++;
     touch_dependants(w, rank, t.op);
     WEFT_CHECK(queue_copies(w, rank));
   }
@@ -338,10 +338,10 @@ static weft_result_t check_finished(const sim_world_t *w) {
                       "schedule deadlock: rank %d never finished %s rank %d (op %d, step %d, "
                       "slice %zu)",
                       q, st->is_send ? "sending to" : "receiving from", st->peer, op,
-                      op < 0 ? -1 : r->s.ops[op].step, j);
+                      op < 0 ? -1 : r->ops[op].step, j);
     }
     for (int k = 0; k < r->ncopies; k++)
-      if (r->done[r->copies[k]] < r->nslices[r->copies[k]])
+      if (r->ops[r->copies[k]].done < r->ops[r->copies[k]].nslices)
         return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule deadlock: rank %d never finished copy op %d",
                         q, r->copies[k]);
   }
