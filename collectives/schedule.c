@@ -117,8 +117,7 @@ static weft_result_t validate_op(const schedule_t *s, int nranks, int i, int *fe
     return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
                     op->dep);
   /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */
-  if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND &&
-      s->ops[op->dep].fwd != i) {
+  if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND && s->ops[op->dep].fwd != i) {
     const sched_op_t *d = &s->ops[op->dep];
     int reads = (op->kind == SCHED_SEND && op->buf == d->buf) ||
                 ((sched_is_reduce(op->kind) || op->kind == SCHED_COPY) && op->src_buf == d->buf);

@@ -47,7 +47,8 @@ double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t
 static int stream_for(sim_rank_t *r, int *slot_of, int peer, int send) {
   int *slot = &slot_of[2 * peer + send];
   if (*slot < 0) {
-    sim_stream_t *st = &r->streams[*slot = r->nstreams++];
+    *slot = r->nstreams++;
+    sim_stream_t *st = &r->streams[*slot];
     memset(st, 0, sizeof *st);
     st->peer = peer;
     st->is_send = send;
@@ -130,8 +131,7 @@ static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s
   size_t cap = n + 2 < 2 * (size_t)w->nranks ? n + 2 : 2 * (size_t)w->nranks;
   r->streams = calloc(cap, sizeof *r->streams);
   r->copies = calloc(n, sizeof(int));
-  if (!r->ops || !r->stream_ops || !r->streams || !r->copies)
-    goto oom;
+  if (!r->ops || !r->stream_ops || !r->streams || !r->copies) goto oom;
   if (hdr_to >= 0) r->streams[stream_for(r, slot_of, hdr_to, 1)].hdr = 1;
   if (hdr_from >= 0) r->streams[stream_for(r, slot_of, hdr_from, 0)].hdr = 1;
   for (int i = 0; i < s->nops; i++) {
@@ -211,7 +211,8 @@ static int find_stream(const unsigned long long *keys, int n, int peer, int send
  * streams are sorted by peer once, so pairing costs O(streams log streams). */
 static weft_result_t pair_streams(sim_world_t *w) {
   unsigned long long **order = calloc((size_t)w->nranks, sizeof *order);
-  weft_result_t res = order ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  weft_result_t res =
+      order ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
   for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
     sim_rank_t *rk = &w->ranks[r];
     order[r] = malloc(sizeof **order * (size_t)(rk->nstreams ? rk->nstreams : 1));

@@ -44,12 +44,12 @@ typedef struct {
 /* What the replay needs of a schedule op, kept instead of the schedule (sched_op_t is about
  * twice the size), in one cache line with the op's progress. */
 typedef struct {
-  size_t count;              /* elements */
-  size_t nslices, done;      /* slices in all; completed (retired, reduced, copied) */
-  size_t queued;             /* copies: slices handed to the CPU */
-  int dep, stream;           /* stream: -1 for a copy */
-  int dep_first, dep_next;   /* the ops that depend on this one, as a linked list */
-  int step;                  /* the algorithm's step, for messages */
+  size_t count;            /* elements */
+  size_t nslices, done;    /* slices in all; completed (retired, reduced, copied) */
+  size_t queued;           /* copies: slices handed to the CPU */
+  int dep, stream;         /* stream: -1 for a copy */
+  int dep_first, dep_next; /* the ops that depend on this one, as a linked list */
+  int step;                /* the algorithm's step, for messages */
   unsigned char kind, dep_whole, agree;
 } sim_op_t;
 

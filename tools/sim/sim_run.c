@@ -172,8 +172,7 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   head(out, &sop, &sj);
   head(in, &dop, &dj);
   double bytes = head_bytes(w, s, out);
-  int skind = sop < 0 ? -1 : (int)s->ops[sop].kind,
-      dkind = dop < 0 ? -1 : (int)d->ops[dop].kind;
+  int skind = sop < 0 ? -1 : (int)s->ops[sop].kind, dkind = dop < 0 ? -1 : (int)d->ops[dop].kind;
   int stok = skind == SCHED_SEND_TOKEN, dtok = dkind == SCHED_RECV_TOKEN;
   if (bytes != head_bytes(w, d, in) || (sop < 0) != (dop < 0) || stok != dtok)
     return WEFT_ERR(WEFT_ERR_INTERNAL,
@@ -227,6 +226,9 @@ static weft_result_t consider(sim_world_t *w, cands_t *c, int rank, int si) {
     in->wpos = d->nin_wait;
     d->in_wait[d->nin_wait++] = st->match;
   }
+  /* Ports only turn busy while a round starts messages: a pair blocked now stays blocked for
+   * this round, so only pairs with both ports free need to be ordered. */
+  if (r->out_busy || d->in_busy) return WEFT_SUCCESS;
   if (c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
     cand_t *v = realloc(c->v, sizeof *v * (size_t)cap);
@@ -238,11 +240,44 @@ static weft_result_t consider(sim_world_t *w, cands_t *c, int rank, int si) {
   return WEFT_SUCCESS;
 }
 
-static int cand_cmp(const void *a, const void *b) {
-  const cand_t *x = a, *y = b;
-  if (x->waiting != y->waiting) return x->waiting < y->waiting ? -1 : 1;
-  if (x->rank != y->rank) return x->rank - y->rank;
-  return x->stream - y->stream;
+static int cand_before(const cand_t *x, const cand_t *y) {
+  if (x->waiting != y->waiting) return x->waiting < y->waiting;
+  if (x->rank != y->rank) return x->rank < y->rank;
+  return x->stream < y->stream;
+}
+
+/* Orders candidates first-come first-served (ties: lower rank, then lower stream). Typed, in
+ * place and without allocation: libc's qsort (a merge sort through a comparison pointer) was
+ * the largest cost of rounds where every rank's ports free at once. Keys are distinct. */
+static void cand_sort(cand_t *v, int n) {
+  while (n > 16) {
+    cand_t pivot = v[(n - 1) / 2];
+    int i = 0, j = n - 1;
+    for (;;) {
+      while (cand_before(&v[i], &pivot)) i++;
+      while (cand_before(&pivot, &v[j])) j--;
+      if (i >= j) break;
+      cand_t t = v[i];
+      v[i++] = v[j];
+      v[j--] = t;
+    }
+    /* Recurse into the smaller part, loop on the larger: O(log n) stack. */
+    int left = j + 1;
+    if (left < n - left) {
+      cand_sort(v, left);
+      v += left;
+      n -= left;
+    } else {
+      cand_sort(v + left, n - left);
+      n = left;
+    }
+  }
+  for (int i = 1; i < n; i++) {
+    cand_t t = v[i];
+    int k = i;
+    for (; k > 0 && cand_before(&t, &v[k - 1]); k--) v[k] = v[k - 1];
+    v[k] = t;
+  }
 }
 
 static weft_result_t consider_end(sim_world_t *w, cands_t *c, int rank, int si) {
@@ -271,7 +306,7 @@ static weft_result_t try_start(sim_world_t *w, cands_t *c) {
     for (int i = 0; i < r->nin_wait; i++) WEFT_CHECK(consider_end(w, c, q, r->in_wait[i]));
   }
   w->ndirty = 0;
-  if (c->n > 1) qsort(c->v, (size_t)c->n, sizeof *c->v, cand_cmp); /* c->v may be NULL */
+  cand_sort(c->v, c->n);
   for (int k = 0; k < c->n; k++) {
     sim_rank_t *s = &w->ranks[c->v[k].rank];
     int peer = s->streams[c->v[k].stream].peer;
