@@ -2,6 +2,7 @@
  *
  * Schedules come from the algorithms table (or the caller); streams are grouped exactly as
  * executor.c groups them, and the two ends of each stream are paired up and counted. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +43,19 @@ double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t
   return (double)((left < w->slice_elems ? left : w->slice_elems) * w->esize);
 }
 
-/* The stream of `r` to or from `peer`, found through slot_of (2 entries per peer, -1: none yet)
- * and appended in first-use order, executor.c's order. */
-static int stream_for(sim_rank_t *r, int *slot_of, int peer, int send) {
+/* The index of `r`'s stream to or from `peer`, found through slot_of (2 entries per peer, -1:
+ * none yet) and numbered in first-use order, executor.c's order. */
+static int stream_index(sim_rank_t *r, int *slot_of, int peer, int send) {
   int *slot = &slot_of[2 * peer + send];
-  if (*slot < 0) {
-    *slot = r->nstreams++;
-    sim_stream_t *st = &r->streams[*slot];
-    memset(st, 0, sizeof *st);
-    st->peer = peer;
-    st->is_send = send;
-    st->match = -1;
-    st->waiting = -1;
-  }
+  if (*slot < 0) *slot = r->nstreams++;
   return *slot;
+}
+
+static void stream_init(sim_stream_t *st, int peer, int send) {
+  st->peer = peer;
+  st->is_send = send;
+  st->match = -1;
+  st->waiting = -1;
 }
 
 static weft_result_t build_schedule_with(schedule_t *s, const sim_call_t *c, int rank,
@@ -127,30 +127,53 @@ static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s
   r->ops = calloc(n, sizeof *r->ops);
   r->nops = s->nops;
   r->stream_ops = malloc(sizeof(int) * n);
-  /* At most one stream per op and per call-description direction, and two per peer. */
-  size_t cap = n + 2 < 2 * (size_t)w->nranks ? n + 2 : 2 * (size_t)w->nranks;
-  r->streams = calloc(cap, sizeof *r->streams);
-  r->copies = calloc(n, sizeof(int));
-  if (!r->ops || !r->stream_ops || !r->streams || !r->copies) goto oom;
-  if (hdr_to >= 0) r->streams[stream_for(r, slot_of, hdr_to, 1)].hdr = 1;
-  if (hdr_from >= 0) r->streams[stream_for(r, slot_of, hdr_from, 0)].hdr = 1;
+  if (!r->ops || !r->stream_ops) goto oom;
+  /* First pass: number the streams and count the copies, so that both are sized exactly. */
+  int hdr_out = hdr_to >= 0 ? stream_index(r, slot_of, hdr_to, 1) : -1;
+  int hdr_in = hdr_from >= 0 ? stream_index(r, slot_of, hdr_from, 0) : -1;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     sim_op_t *o = &r->ops[i];
+    size_t nslices = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
+    if (nslices > UINT32_MAX)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "weft-sim: rank %d op %d has %zu slices, more than the engine counts", rank,
+                      i, nslices);
     o->count = op->count;
-    o->nslices = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
+    o->nslices = (uint32_t)nslices;
     o->dep = op->dep;
     o->dep_whole = op->dep_whole != 0;
     o->dep_first = o->dep_next = o->stream = -1;
     o->step = op->step;
     o->kind = (unsigned char)op->kind;
     o->agree = op->agree.on != 0;
-    if (op->kind == SCHED_COPY) {
+    if (op->kind == SCHED_COPY)
+      r->ncopies++;
+    else
+      o->stream = stream_index(r, slot_of, op->peer, is_send(op->kind));
+  }
+  size_t nstreams = (size_t)(r->nstreams ? r->nstreams : 1), ncopies = (size_t)r->ncopies;
+  r->streams = calloc(nstreams, sizeof *r->streams);
+  r->copies = malloc(sizeof(int) * (ncopies ? ncopies : 1));
+  r->copy_queued = calloc(ncopies ? ncopies : 1, sizeof *r->copy_queued);
+  r->fifos = malloc(sizeof *r->fifos * nstreams * (size_t)w->m->window);
+  r->pending = malloc(sizeof(int) * nstreams);
+  r->out_wait = malloc(sizeof(int) * nstreams);
+  r->in_wait = malloc(sizeof(int) * nstreams);
+  if (!r->streams || !r->copies || !r->copy_queued || !r->fifos || !r->pending || !r->out_wait ||
+      !r->in_wait)
+    goto oom;
+  if (hdr_out >= 0) stream_init(&r->streams[hdr_out], hdr_to, 1), r->streams[hdr_out].hdr = 1;
+  if (hdr_in >= 0) stream_init(&r->streams[hdr_in], hdr_from, 0), r->streams[hdr_in].hdr = 1;
+  r->ncopies = 0;
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    int si = r->ops[i].stream;
+    if (si < 0) {
       r->copies[r->ncopies++] = i;
       continue;
     }
-    int si = stream_for(r, slot_of, op->peer, is_send(op->kind));
-    o->stream = si;
+    stream_init(&r->streams[si], op->peer, is_send(op->kind));
     r->streams[si].nops++;
   }
   /* Dependants, newest first: who to look at again when an op completes a slice. */
@@ -159,13 +182,6 @@ static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s
       r->ops[i].dep_next = r->ops[s->ops[i].dep].dep_first;
       r->ops[s->ops[i].dep].dep_first = i;
     }
-  size_t nslots = (size_t)r->nstreams * (size_t)w->m->window;
-  r->fifos = malloc(sizeof *r->fifos * (nslots ? nslots : 1));
-  size_t lists = (size_t)(r->nstreams ? r->nstreams : 1);
-  r->pending = malloc(sizeof(int) * lists);
-  r->out_wait = malloc(sizeof(int) * lists);
-  r->in_wait = malloc(sizeof(int) * lists);
-  if (!r->fifos || !r->pending || !r->out_wait || !r->in_wait) goto oom;
   int at = 0;
   for (int i = 0; i < r->nstreams; i++) {
     sim_stream_t *st = &r->streams[i];
@@ -335,6 +351,7 @@ void sim_world_free(sim_world_t *w) {
     free(rk->stream_ops);
     free(rk->fifos);
     free(rk->copies);
+    free(rk->copy_queued);
     free(rk->pending);
     free(rk->out_wait);
     free(rk->in_wait);

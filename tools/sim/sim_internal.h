@@ -4,6 +4,7 @@
 #define WEFT_TOOLS_SIM_SIM_INTERNAL_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collectives/algorithms.h"
 #include "collectives/schedule.h"
@@ -42,11 +43,10 @@ typedef struct {
 } sim_task_t;
 
 /* What the replay needs of a schedule op, kept instead of the schedule (sched_op_t is about
- * twice the size), in one cache line with the op's progress. */
+ * 2.6 times the size), with the op's progress. */
 typedef struct {
   size_t count;            /* elements */
-  size_t nslices, done;    /* slices in all; completed (retired, reduced, copied) */
-  size_t queued;           /* copies: slices handed to the CPU */
+  uint32_t nslices, done;  /* slices in all; completed (retired, reduced, copied) */
   int dep, stream;         /* stream: -1 for a copy */
   int dep_first, dep_next; /* the ops that depend on this one, as a linked list */
   int step;                /* the algorithm's step, for messages */
@@ -61,6 +61,7 @@ typedef struct {
   int *stream_ops; /* every stream's ops, stream after stream */
   sim_slot_t *fifos;
   int *copies, ncopies;
+  size_t *copy_queued; /* per copy: slices handed to the CPU */
   /* Streams whose pair may have changed (posted or not) since a round last looked at it; pairs
    * that wait only for ports, by their send end (out_wait) and their receive end (in_wait). */
   int *pending, npending;

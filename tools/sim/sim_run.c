@@ -132,8 +132,8 @@ static weft_result_t queue_copies(sim_world_t *w, int rank) {
   sim_rank_t *r = &w->ranks[rank];
   for (int k = 0; k < r->ncopies; k++) {
     int oi = r->copies[k];
-    while (r->ops[oi].queued < dep_ready(r, oi)) {
-      double bytes = sim_slice_bytes(w, r, oi, r->ops[oi].queued++);
+    while (r->copy_queued[k] < dep_ready(r, oi)) {
+      double bytes = sim_slice_bytes(w, r, oi, r->copy_queued[k]++);
       sim_task_t t = {SIM_TASK_COPY, -1, -1, oi, bytes * w->m->beta_mem};
       WEFT_CHECK(cpu_push(w, rank, t));
     }
