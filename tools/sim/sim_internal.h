@@ -30,6 +30,11 @@ typedef struct {
   double waiting; /* since when the pair's head waits only for ports; < 0: it does not */
   int wpos;       /* while waiting: this end's place in its rank's out_wait or in_wait */
   int listed;     /* in its rank's `pending` list */
+  /* Send streams: the message on the wire (one at a time: one outgoing port). An XFER event
+   * whose version is not xfer_version is stale (its completion was moved) and is skipped. */
+  unsigned xfer_version;
+  int xfer_slot; /* its slot in the receiving stream's fifo */
+  double xfer_start, xfer_bytes;
   unsigned epoch; /* the last try_start round that looked at this stream */
 } sim_stream_t;
 
@@ -79,8 +84,9 @@ typedef struct {
   double t;
   long seq; /* ties in time run in the order they were pushed */
   sim_ev_kind_t kind;
-  int from, from_stream, to, to_stream, to_slot; /* SIM_EV_XFER; SIM_EV_CPU uses `to` */
-  double start, bytes;
+  int rank;         /* XFER: the sender; CPU: the rank whose CPU finished */
+  int stream;       /* XFER: the sender's stream (the rest is in the stream) */
+  unsigned version; /* XFER: the stream's xfer_version when pushed */
 } sim_event_t;
 
 typedef struct {
@@ -115,6 +121,15 @@ int sim_same_node(const sim_model_t *m, int a, int b);
 
 /* Bytes of slice `j` of op `oi` on rank `r` (tokens: 1). */
 double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j);
+
+/* The one place where a message's end is decided: rank `from` starts the head of its send
+ * stream `si` now (the receiver's slot `dslot`, `bytes` long); its completion is pushed as an
+ * XFER event. A link model replaces the alpha-beta time here and may later move the completion
+ * with sim_xfer_move. */
+weft_result_t sim_xfer_schedule(sim_world_t *w, int from, int si, int dslot, double bytes);
+/* Moves the completion of the message on send stream `si` of `from` to time `end` (>= now): the
+ * event pushed before becomes stale. */
+weft_result_t sim_xfer_move(sim_world_t *w, int from, int si, double end);
 
 int sim_heap_push(sim_heap_t *h, const sim_event_t *e); /* -1 when out of memory */
 int sim_heap_pop(sim_heap_t *h, sim_event_t *e);        /* 0 when empty */

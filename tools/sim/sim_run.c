@@ -107,7 +107,7 @@ static weft_result_t cpu_kick(sim_world_t *w, int rank) {
   sim_rank_t *r = &w->ranks[rank];
   if (r->cpu_busy || r->task_count == 0) return WEFT_SUCCESS;
   r->cpu_busy = 1;
-  sim_event_t e = {.t = w->now + r->tasks[r->task_head].seconds, .kind = SIM_EV_CPU, .to = rank};
+  sim_event_t e = {.t = w->now + r->tasks[r->task_head].seconds, .kind = SIM_EV_CPU, .rank = rank};
   return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
@@ -195,19 +195,24 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   out->waiting = -1;
   touch(w, from, si);
   s->out_busy = d->in_busy = 1;
-  double dt = sim_link_time(w->m, from, out->peer, bytes);
-  sim_event_t e = {.t = w->now + dt,
-                   .kind = SIM_EV_XFER,
-                   .from = from,
-                   .from_stream = si,
-                   .to = out->peer,
-                   .to_stream = out->match,
-                   .to_slot = dslot,
-                   .start = w->now,
-                   .bytes = bytes};
   w->res.messages++;
   w->res.bytes += bytes;
   w->res.cross_node += !sim_same_node(w->m, from, out->peer);
+  return sim_xfer_schedule(w, from, si, dslot, bytes);
+}
+
+weft_result_t sim_xfer_schedule(sim_world_t *w, int from, int si, int dslot, double bytes) {
+  sim_stream_t *out = &w->ranks[from].streams[si];
+  out->xfer_slot = dslot;
+  out->xfer_start = w->now;
+  out->xfer_bytes = bytes;
+  return sim_xfer_move(w, from, si, w->now + sim_link_time(w->m, from, out->peer, bytes));
+}
+
+weft_result_t sim_xfer_move(sim_world_t *w, int from, int si, double end) {
+  sim_stream_t *out = &w->ranks[from].streams[si];
+  sim_event_t e = {
+      .t = end, .kind = SIM_EV_XFER, .rank = from, .stream = si, .version = ++out->xfer_version};
   return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
@@ -316,28 +321,33 @@ static weft_result_t try_start(sim_world_t *w, cands_t *c) {
 }
 
 static weft_result_t on_xfer(sim_world_t *w, const sim_event_t *e) {
-  sim_rank_t *s = &w->ranks[e->from], *d = &w->ranks[e->to];
-  sim_stream_t *out = &s->streams[e->from_stream], *in = &d->streams[e->to_stream];
+  sim_rank_t *s = &w->ranks[e->rank];
+  sim_stream_t *out = &s->streams[e->stream];
+  if (e->version != out->xfer_version) return WEFT_SUCCESS; /* moved: a later event ends it */
+  int from = e->rank, to = out->peer, to_slot = out->xfer_slot;
+  sim_rank_t *d = &w->ranks[to];
+  sim_stream_t *in = &d->streams[out->match];
+  double bytes = out->xfer_bytes;
   if (w->trace) {
-    int op = in->fifo[e->to_slot].op;
-    w->trace(w->trace_arg, e->from, e->to, e->bytes, e->start, e->t,
+    int op = in->fifo[to_slot].op;
+    w->trace(w->trace_arg, from, to, bytes, out->xfer_start, e->t,
              op < 0 ? "desc" : sched_kind_name((sched_kind_t)d->ops[op].kind));
   }
   s->out_busy = d->in_busy = 0;
   /* A send stream has one message in flight at a time (one outgoing port): it is the head. */
   out->fifo[out->head].complete = 1;
-  WEFT_CHECK(retire(w, e->from, out));
-  sim_slot_t *f = &in->fifo[e->to_slot];
+  WEFT_CHECK(retire(w, from, out));
+  sim_slot_t *f = &in->fifo[to_slot];
   /* Fused or not, a reducing receive costs its reduction; the model counts one pass over the
    * bytes either way (gamma), and its send waits for it through the dependency. */
   if (f->op >= 0 && sched_is_reduce((sched_kind_t)d->ops[f->op].kind)) {
-    sim_task_t t = {SIM_TASK_REDUCE, e->to_stream, e->to_slot, f->op, e->bytes * w->m->gamma};
-    WEFT_CHECK(cpu_push(w, e->to, t));
+    sim_task_t t = {SIM_TASK_REDUCE, out->match, to_slot, f->op, bytes * w->m->gamma};
+    WEFT_CHECK(cpu_push(w, to, t));
   } else {
     f->complete = 1;
   }
-  mark_dirty(w, e->to);
-  return retire(w, e->to, in);
+  mark_dirty(w, to);
+  return retire(w, to, in);
 }
 
 static weft_result_t on_cpu(sim_world_t *w, int rank) {
@@ -396,7 +406,7 @@ static weft_result_t run(sim_world_t *w) {
   sim_event_t e;
   while (res == WEFT_SUCCESS && sim_heap_pop(&w->heap, &e)) {
     w->now = e.t;
-    res = e.kind == SIM_EV_XFER ? on_xfer(w, &e) : on_cpu(w, e.to);
+    res = e.kind == SIM_EV_XFER ? on_xfer(w, &e) : on_cpu(w, e.rank);
     /* Everything at this instant first, so that ready messages compete on equal terms. */
     if (res == WEFT_SUCCESS && (w->heap.n == 0 || w->heap.ev[0].t > w->now)) res = try_start(w, &c);
   }
