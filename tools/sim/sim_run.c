@@ -98,6 +98,9 @@ static void advance(sim_rank_t *r, sim_stream_t *st) {
   else if (++st->slice == r->ops[op].nslices) {
     st->cur++;
     st->slice = 0;
+    /* Thousands of ranks walk their op arrays side by side, too many streams for the hardware
+     * prefetcher: fetch the record after the new head, which the next message reads. */
+    if (st->cur + 1 < st->nops) __builtin_prefetch(&r->ops[st->ops[st->cur + 1]]);
   }
 }
 
