@@ -84,36 +84,55 @@ static weft_result_t build_schedule_with(schedule_t *s, const sim_call_t *c, int
   return WEFT_SUCCESS;
 }
 
-/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
- * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
-static weft_result_t build_schedule(sim_world_t *w, schedule_t *s, const sim_call_t *c, int rank) {
-  sched_args_t a = {
-      .coll = c->coll, .rank = rank, .nranks = c->nranks, .count = c->count, .root = c->root};
-  int rpn = w->m->ranks_per_node;
-  int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
-  if (node_of) {
-    for (int r = 0; r < c->nranks; r++) node_of[r] = r / rpn;
-    a.node_of = node_of;
-    a.nnodes = (c->nranks + rpn - 1) / rpn;
+/* The builders' arguments shared by every rank, made once per call (not once per rank: node_of
+ * and all_to_allv's splits have an entry per rank). The model's nodes (ranks_per_node) reach the
+ * builders as sched_args_t's topology. */
+typedef struct {
+  sched_args_t a;
+  int *node_of;
+  size_t *even;
+} call_args_t;
+
+static void call_args_free(call_args_t *ca) {
+  free(ca->node_of);
+  free(ca->even);
+}
+
+static weft_result_t call_args_init(call_args_t *ca, const sim_model_t *m, const sim_call_t *c) {
+  memset(ca, 0, sizeof *ca);
+  ca->a.coll = c->coll;
+  ca->a.nranks = c->nranks;
+  ca->a.count = c->count;
+  ca->a.root = c->root;
+  int rpn = m->ranks_per_node;
+  if (rpn > 0 && rpn < c->nranks) {
+    if (!(ca->node_of = malloc(sizeof(int) * (size_t)c->nranks))) goto oom;
+    for (int r = 0; r < c->nranks; r++) ca->node_of[r] = r / rpn;
+    ca->a.node_of = ca->node_of;
+    ca->a.nnodes = (c->nranks + rpn - 1) / rpn;
   }
   /* all_to_allv runs with even splits: count per pair, parts end to end. */
-  size_t *even =
-      c->coll == WEFT_COLL_ALL_TO_ALLV ? malloc(sizeof(size_t) * 2 * (size_t)c->nranks) : NULL;
-  if (even) {
+  if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
+    if (!(ca->even = malloc(sizeof(size_t) * 2 * (size_t)c->nranks))) goto oom;
     for (int j = 0; j < c->nranks; j++) {
-      even[j] = c->count;
-      even[c->nranks + j] = (size_t)j * c->count;
+      ca->even[j] = c->count;
+      ca->even[c->nranks + j] = (size_t)j * c->count;
     }
-    a.send_counts = a.recv_counts = even;
-    a.send_displs = a.recv_displs = even + c->nranks;
-  } else if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
-    free(node_of);
-    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+    ca->a.send_counts = ca->a.recv_counts = ca->even;
+    ca->a.send_displs = ca->a.recv_displs = ca->even + c->nranks;
   }
-  weft_result_t res = build_schedule_with(s, c, rank, &a);
-  free(node_of);
-  free(even);
-  return res;
+  return WEFT_SUCCESS;
+oom:
+  call_args_free(ca);
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks' arguments", c->nranks);
+}
+
+/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. */
+static weft_result_t build_schedule(schedule_t *s, const call_args_t *ca, const sim_call_t *c,
+                                    int rank) {
+  sched_args_t a = ca->a;
+  a.rank = rank;
+  return build_schedule_with(s, c, rank, &a);
 }
 
 /* Streams in executor.c's order: the call description's first, then ops as they appear. Each
@@ -319,16 +338,19 @@ weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_ca
   WEFT_CHECK(alloc_ranks(w, m, c->nranks));
   w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
   WEFT_CHECK(prepare(w));
+  call_args_t ca;
+  WEFT_CHECK(call_args_init(&ca, m, c));
   /* One rank's schedule at a time: only its compact form (sim_op_t) stays. */
-  for (int r = 0; r < c->nranks; r++) {
+  weft_result_t res = WEFT_SUCCESS;
+  for (int r = 0; r < c->nranks && res == WEFT_SUCCESS; r++) {
     schedule_t s;
     sched_init(&s, 0, 0);
-    weft_result_t res = build_schedule(w, &s, c, r);
+    res = build_schedule(&s, &ca, c, r);
     if (res == WEFT_SUCCESS) res = build_streams(w, r, &s);
     sched_free(&s);
-    WEFT_CHECK(res);
   }
-  return pair_streams(w);
+  call_args_free(&ca);
+  return res == WEFT_SUCCESS ? pair_streams(w) : res;
 }
 
 weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
