@@ -177,11 +177,7 @@ static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s
   r->copy_queued = calloc(ncopies ? ncopies : 1, sizeof *r->copy_queued);
   r->fifos = malloc(sizeof *r->fifos * nstreams * (size_t)w->m->window);
   r->pending = malloc(sizeof(int) * nstreams);
-  r->out_wait = malloc(sizeof(int) * nstreams);
-  r->in_wait = malloc(sizeof(int) * nstreams);
-  if (!r->streams || !r->copies || !r->copy_queued || !r->fifos || !r->pending || !r->out_wait ||
-      !r->in_wait)
-    goto oom;
+  if (!r->streams || !r->copies || !r->copy_queued || !r->fifos || !r->pending) goto oom;
   if (hdr_out >= 0) stream_init(&r->streams[hdr_out], hdr_to, 1), r->streams[hdr_out].hdr = 1;
   if (hdr_in >= 0) stream_init(&r->streams[hdr_in], hdr_from, 0), r->streams[hdr_in].hdr = 1;
   r->ncopies = 0;
@@ -315,7 +311,8 @@ static weft_result_t prepare(sim_world_t *w) {
   w->slice_elems = w->m->slice_bytes / w->esize ? w->m->slice_bytes / w->esize : 1;
   w->slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
   w->dirty_list = malloc(sizeof(int) * (size_t)w->nranks);
-  if (!w->slot_of || !w->dirty_list)
+  w->unsorted_list = malloc(sizeof(int) * (size_t)w->nranks);
+  if (!w->slot_of || !w->dirty_list || !w->unsorted_list)
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", w->nranks);
   for (int i = 0; i < 2 * w->nranks; i++) w->slot_of[i] = -1;
   return WEFT_SUCCESS;
@@ -375,15 +372,17 @@ void sim_world_free(sim_world_t *w) {
     free(rk->copies);
     free(rk->copy_queued);
     free(rk->pending);
-    free(rk->out_wait);
-    free(rk->in_wait);
+    free(rk->out_wait.v);
+    free(rk->in_wait.v);
     free(rk->tasks);
   }
   free(w->ranks);
   free(w->dirty_list);
+  free(w->unsorted_list);
   free(w->slot_of);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
   w->dirty_list = NULL;
+  w->unsorted_list = NULL;
   w->slot_of = NULL;
 }

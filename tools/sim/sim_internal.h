@@ -28,7 +28,7 @@ typedef struct {
   int head, count;
   int match;      /* index of the peer's stream in the other direction */
   double waiting; /* since when the pair's head waits only for ports; < 0: it does not */
-  int wpos;       /* while waiting: this end's place in its rank's out_wait or in_wait */
+  unsigned wserial; /* counts the waits: an entry of an earlier one in a wait list is dead */
   int listed;     /* in its rank's `pending` list */
   /* Send streams: the message on the wire (one at a time: one outgoing port). An XFER event
    * whose version is not xfer_version is stale (its completion was moved) and is skipped. */
@@ -58,6 +58,23 @@ typedef struct {
   unsigned char kind, dep_whole, agree;
 } sim_op_t;
 
+/* A pair that waits only for ports, named by its send end, with its first-come first-served
+ * key (waiting, rank, stream) and the stream's wserial when it began to wait. */
+typedef struct {
+  double waiting;
+  int rank, stream;
+  unsigned serial;
+} sim_wait_t;
+
+/* A rank's pairs waiting for one of its ports, in key order from `head` (up to `sorted`; entries
+ * after it were added in this round). Entries of pairs that started since are dead: skipped, and
+ * dropped when the list is full. */
+typedef struct {
+  sim_wait_t *v;
+  int head, n, cap, sorted;
+  int live; /* entries not dead */
+} sim_waitlist_t;
+
 typedef struct {
   sim_op_t *ops; /* schedule order */
   int nops;
@@ -70,7 +87,8 @@ typedef struct {
   /* Streams whose pair may have changed (posted or not) since a round last looked at it; pairs
    * that wait only for ports, by their send end (out_wait) and their receive end (in_wait). */
   int *pending, npending;
-  int *out_wait, nout_wait, *in_wait, nin_wait;
+  sim_waitlist_t out_wait, in_wait;
+  int unsorted; /* a wait list has entries added this round (then it is in unsorted_list) */
   int out_busy, in_busy, cpu_busy;
   sim_task_t *tasks; /* FIFO ring of task_cap */
   int task_head, task_count, task_cap;
@@ -102,7 +120,8 @@ typedef struct {
   sim_heap_t heap;
   double now;
   unsigned epoch;
-  int *dirty_list, ndirty; /* ranks with `dirty` set, for the next try_start */
+  int *dirty_list, ndirty;       /* ranks with `dirty` set, for the next try_start */
+  int *unsorted_list, nunsorted; /* ranks with `unsorted` set */
   int *slot_of;            /* while building: 2 * nranks entries, -1 (sim_build.c) */
   sim_trace_fn trace;
   void *trace_arg;

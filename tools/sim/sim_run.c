@@ -6,16 +6,19 @@
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
 
-/* A send stream whose head waits only for ports, ordered first-come first-served. */
+/* A walk along one free port's wait list during a round: `at` is its next live entry whose
+ * other port is free too, `key` a copy of it. */
 typedef struct {
-  double waiting;
-  int rank, stream;
-} cand_t;
+  sim_wait_t key;
+  int rank, out, at;
+} iter_t;
 
+/* The round's walks, a min-heap on their keys: popping merges every free port's list into one
+ * first-come first-served order. */
 typedef struct {
-  cand_t *v;
+  iter_t *v;
   int n, cap;
-} cands_t;
+} iters_t;
 
 static weft_result_t oom(void) { return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory"); }
 
@@ -46,12 +49,6 @@ static void touch_dependants(sim_world_t *w, int rank, int oi) {
   sim_rank_t *r = &w->ranks[rank];
   for (int k = r->ops[oi].dep_first; k >= 0; k = r->ops[k].dep_next)
     if (r->ops[k].stream >= 0) touch(w, rank, r->ops[k].stream);
-}
-
-/* A pair stops waiting for ports (it starts): out of its two ranks' waiting lists. */
-static void unwait(int *list, int *n, sim_stream_t *streams, int pos) {
-  list[pos] = list[--*n];
-  streams[list[pos]].wpos = pos;
 }
 
 /* The next message of a stream: the call description (op -1) or slice *slice of op *op. */
@@ -191,10 +188,7 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   in->count++;
   advance(s, out);
   advance(d, in);
-  if (out->waiting >= 0) {
-    unwait(s->out_wait, &s->nout_wait, s->streams, out->wpos);
-    unwait(d->in_wait, &d->nin_wait, d->streams, in->wpos);
-  }
+  if (out->waiting >= 0) s->out_wait.live--, d->in_wait.live--; /* their entries are dead now */
   out->waiting = -1;
   touch(w, from, si);
   s->out_busy = d->in_busy = 1;
@@ -219,106 +213,210 @@ weft_result_t sim_xfer_move(sim_world_t *w, int from, int si, double end) {
   return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
-static weft_result_t consider(sim_world_t *w, cands_t *c, int rank, int si) {
-  sim_rank_t *r = &w->ranks[rank];
-  sim_stream_t *st = &r->streams[si];
-  if (st->epoch == w->epoch) return WEFT_SUCCESS;
-  st->epoch = w->epoch;
-  sim_rank_t *d = &w->ranks[st->peer];
-  if (st->waiting < 0) {
-    sim_stream_t *in = &d->streams[st->match];
-    if (!posted(w, r, st) || !posted(w, d, in)) return WEFT_SUCCESS;
-    st->waiting = w->now;
-    st->wpos = r->nout_wait;
-    r->out_wait[r->nout_wait++] = si;
-    in->wpos = d->nin_wait;
-    d->in_wait[d->nin_wait++] = st->match;
-  }
-  /* Ports only turn busy while a round starts messages: a pair blocked now stays blocked for
-   * this round, so only pairs with both ports free need to be ordered. */
-  if (r->out_busy || d->in_busy) return WEFT_SUCCESS;
-  if (c->n == c->cap) {
-    int cap = c->cap ? 2 * c->cap : 64;
-    cand_t *v = realloc(c->v, sizeof *v * (size_t)cap);
-    if (!v) return oom();
-    c->v = v;
-    c->cap = cap;
-  }
-  c->v[c->n++] = (cand_t){st->waiting, rank, si};
-  return WEFT_SUCCESS;
-}
-
-static int cand_before(const cand_t *x, const cand_t *y) {
+static int wait_before(const sim_wait_t *x, const sim_wait_t *y) {
   if (x->waiting != y->waiting) return x->waiting < y->waiting;
   if (x->rank != y->rank) return x->rank < y->rank;
   return x->stream < y->stream;
 }
 
-/* Orders candidates first-come first-served (ties: lower rank, then lower stream). Typed, in
- * place and without allocation: libc's qsort (a merge sort through a comparison pointer) was
- * the largest cost of rounds where every rank's ports free at once. Keys are distinct. */
-static void cand_sort(cand_t *v, int n) {
+static int wait_alive(const sim_world_t *w, const sim_wait_t *e) {
+  const sim_stream_t *st = &w->ranks[e->rank].streams[e->stream];
+  return st->waiting >= 0 && st->wserial == e->serial;
+}
+
+/* Orders wait entries first-come first-served (ties: lower rank, then lower stream), typed and
+ * in place. */
+static void wait_sort(sim_wait_t *v, int n) {
   while (n > 16) {
-    cand_t pivot = v[(n - 1) / 2];
+    sim_wait_t pivot = v[(n - 1) / 2];
     int i = 0, j = n - 1;
     for (;;) {
-      while (cand_before(&v[i], &pivot)) i++;
-      while (cand_before(&pivot, &v[j])) j--;
+      while (wait_before(&v[i], &pivot)) i++;
+      while (wait_before(&pivot, &v[j])) j--;
       if (i >= j) break;
-      cand_t t = v[i];
+      sim_wait_t t = v[i];
       v[i++] = v[j];
       v[j--] = t;
     }
     /* Recurse into the smaller part, loop on the larger: O(log n) stack. */
     int left = j + 1;
     if (left < n - left) {
-      cand_sort(v, left);
+      wait_sort(v, left);
       v += left;
       n -= left;
     } else {
-      cand_sort(v + left, n - left);
+      wait_sort(v + left, n - left);
       n = left;
     }
   }
   for (int i = 1; i < n; i++) {
-    cand_t t = v[i];
+    sim_wait_t t = v[i];
     int k = i;
-    for (; k > 0 && cand_before(&t, &v[k - 1]); k--) v[k] = v[k - 1];
+    for (; k > 0 && wait_before(&t, &v[k - 1]); k--) v[k] = v[k - 1];
     v[k] = t;
   }
 }
 
-static weft_result_t consider_end(sim_world_t *w, cands_t *c, int rank, int si) {
-  const sim_stream_t *st = &w->ranks[rank].streams[si];
-  return st->is_send ? consider(w, c, rank, si) : consider(w, c, st->peer, st->match);
+/* Drops the dead entries of a list, keeping the order of the others. */
+static void wait_compact(const sim_world_t *w, sim_waitlist_t *l) {
+  int k = 0, sorted = 0;
+  for (int i = l->head; i < l->n; i++)
+    if (wait_alive(w, &l->v[i])) {
+      sorted += i < l->sorted;
+      l->v[k++] = l->v[i];
+    }
+  l->head = 0;
+  l->n = k;
+  l->sorted = sorted;
 }
 
-/* Starts every message that can start now. Only pairs with an end at a rank where something
- * changed can have become startable, and of those only the ones that changed (pending) or that
- * wait for ports (out_wait, in_wait) can be posted at both ends: every other stream of a dirty
- * rank is known not to be. So a round costs what changed, not the number of ranks or streams,
- * and sees the same candidates, with the same waiting times, as a scan of every dirty rank. */
-static weft_result_t try_start(sim_world_t *w, cands_t *c) {
+/* Appends a new wait to `rank`'s list; a full list first drops its dead entries. */
+static weft_result_t wait_add(sim_world_t *w, int rank, sim_waitlist_t *l, const sim_wait_t *e) {
+  if (l->n == l->cap) {
+    wait_compact(w, l);
+    if (2 * l->n >= l->cap) {
+      int cap = l->cap ? 2 * l->cap : 8;
+      sim_wait_t *v = realloc(l->v, sizeof *v * (size_t)cap);
+      if (!v) return oom();
+      l->v = v;
+      l->cap = cap;
+    }
+  }
+  l->v[l->n++] = *e;
+  l->live++;
+  sim_rank_t *r = &w->ranks[rank];
+  if (!r->unsorted) {
+    r->unsorted = 1;
+    w->unsorted_list[w->nunsorted++] = rank;
+  }
+  return WEFT_SUCCESS;
+}
+
+/* Puts this round's new entries in key order. They all wait since now, later than or as long as
+ * any other, so only the entries that also wait since now need sorting with them. */
+static void wait_sort_new(const sim_world_t *w, sim_waitlist_t *l) {
+  int lo = l->sorted;
+  while (lo > l->head && l->v[lo - 1].waiting == w->now) lo--;
+  wait_sort(l->v + lo, l->n - lo);
+  l->sorted = l->n;
+}
+
+/* A pair found posted at both ends begins to wait for its ports: into both ranks' lists. */
+static weft_result_t consider(sim_world_t *w, int rank, int si) {
+  sim_rank_t *r = &w->ranks[rank];
+  sim_stream_t *st = &r->streams[si];
+  if (st->epoch == w->epoch || st->waiting >= 0) return WEFT_SUCCESS;
+  st->epoch = w->epoch;
+  sim_rank_t *d = &w->ranks[st->peer];
+  if (!posted(w, r, st) || !posted(w, d, &d->streams[st->match])) return WEFT_SUCCESS;
+  st->waiting = w->now;
+  sim_wait_t e = {w->now, rank, si, ++st->wserial};
+  WEFT_CHECK(wait_add(w, rank, &r->out_wait, &e));
+  return wait_add(w, st->peer, &d->in_wait, &e);
+}
+
+static weft_result_t consider_end(sim_world_t *w, int rank, int si) {
+  const sim_stream_t *st = &w->ranks[rank].streams[si];
+  return st->is_send ? consider(w, rank, si) : consider(w, st->peer, st->match);
+}
+
+static void iters_swap(iters_t *h, int i, int j) {
+  iter_t t = h->v[i];
+  h->v[i] = h->v[j];
+  h->v[j] = t;
+}
+
+/* Moves `it` to its next entry whose pair is alive and whose two ports are free, and pushes it;
+ * a walk whose own port is busy, or at the end of its list, ends. */
+static weft_result_t iter_next(sim_world_t *w, iters_t *h, iter_t it) {
+  sim_rank_t *r = &w->ranks[it.rank];
+  sim_waitlist_t *l = it.out ? &r->out_wait : &r->in_wait;
+  if (it.out ? r->out_busy : r->in_busy) return WEFT_SUCCESS;
+  for (; it.at < l->n; it.at++) {
+    const sim_wait_t *e = &l->v[it.at];
+    if (!wait_alive(w, e)) {
+      if (it.at == l->head) l->head++;
+      continue;
+    }
+    const sim_rank_t *s = &w->ranks[e->rank];
+    if (s->out_busy || w->ranks[s->streams[e->stream].peer].in_busy) continue;
+    it.key = *e;
+    if (h->n == h->cap) {
+      int cap = h->cap ? 2 * h->cap : 64;
+      iter_t *v = realloc(h->v, sizeof *v * (size_t)cap);
+      if (!v) return oom();
+      h->v = v;
+      h->cap = cap;
+    }
+    int i = h->n++;
+    h->v[i] = it;
+    for (; i > 0 && wait_before(&h->v[i].key, &h->v[(i - 1) / 2].key); i = (i - 1) / 2)
+      iters_swap(h, i, (i - 1) / 2);
+    return WEFT_SUCCESS;
+  }
+  return WEFT_SUCCESS;
+}
+
+static iter_t iters_pop(iters_t *h) {
+  iter_t top = h->v[0];
+  h->v[0] = h->v[--h->n];
+  for (int i = 0;;) {
+    int a = 2 * i + 1, b = a + 1, m = i;
+    if (a < h->n && wait_before(&h->v[a].key, &h->v[m].key)) m = a;
+    if (b < h->n && wait_before(&h->v[b].key, &h->v[m].key)) m = b;
+    if (m == i) break;
+    iters_swap(h, i, m);
+    i = m;
+  }
+  return top;
+}
+
+/* Starts every message that can start now, first-come first-served: in key order, each pair
+ * whose two ports are still free. Only pairs with an end at a rank where something changed can
+ * have become startable (before, each had a busy port or was not posted), so only those ranks'
+ * free ports are walked: the pairs that changed there (pending) join the wait lists first, and
+ * the lists of the free ports are merged in key order, each walk skipping pairs whose other port
+ * is busy. A round costs what changed and what it starts, not the number of ranks or streams, and
+ * starts what a sort of every posted pair at those ranks would. */
+static weft_result_t try_start(sim_world_t *w, iters_t *h) {
   w->epoch++;
-  c->n = 0;
+  for (int k = 0; k < w->ndirty; k++) {
+    sim_rank_t *r = &w->ranks[w->dirty_list[k]];
+    for (int i = 0; i < r->npending; i++) {
+      r->streams[r->pending[i]].listed = 0;
+      WEFT_CHECK(consider_end(w, w->dirty_list[k], r->pending[i]));
+    }
+    r->npending = 0;
+  }
+  for (int k = 0; k < w->nunsorted; k++) {
+    sim_rank_t *r = &w->ranks[w->unsorted_list[k]];
+    r->unsorted = 0;
+    wait_sort_new(w, &r->out_wait);
+    wait_sort_new(w, &r->in_wait);
+  }
+  w->nunsorted = 0;
+  h->n = 0;
   for (int k = 0; k < w->ndirty; k++) {
     int q = w->dirty_list[k];
     sim_rank_t *r = &w->ranks[q];
     r->dirty = 0;
-    for (int i = 0; i < r->npending; i++) {
-      r->streams[r->pending[i]].listed = 0;
-      WEFT_CHECK(consider_end(w, c, q, r->pending[i]));
-    }
-    r->npending = 0;
-    for (int i = 0; i < r->nout_wait; i++) WEFT_CHECK(consider(w, c, q, r->out_wait[i]));
-    for (int i = 0; i < r->nin_wait; i++) WEFT_CHECK(consider_end(w, c, q, r->in_wait[i]));
+    /* Walks skip dead entries: keep them at most as many as the live ones. */
+    if (r->out_wait.n - r->out_wait.head > 2 * r->out_wait.live + 8) wait_compact(w, &r->out_wait);
+    if (r->in_wait.n - r->in_wait.head > 2 * r->in_wait.live + 8) wait_compact(w, &r->in_wait);
+    WEFT_CHECK(iter_next(w, h, (iter_t){.rank = q, .out = 1, .at = r->out_wait.head}));
+    WEFT_CHECK(iter_next(w, h, (iter_t){.rank = q, .out = 0, .at = r->in_wait.head}));
   }
   w->ndirty = 0;
-  cand_sort(c->v, c->n);
-  for (int k = 0; k < c->n; k++) {
-    sim_rank_t *s = &w->ranks[c->v[k].rank];
-    int peer = s->streams[c->v[k].stream].peer;
-    if (!s->out_busy && !w->ranks[peer].in_busy) WEFT_CHECK(start(w, c->v[k].rank, c->v[k].stream));
+  while (h->n > 0) {
+    iter_t it = iters_pop(h);
+    const sim_wait_t *e = &it.key;
+    sim_rank_t *s = &w->ranks[e->rank];
+    if (wait_alive(w, e) && !s->out_busy && !w->ranks[s->streams[e->stream].peer].in_busy) {
+      WEFT_CHECK(start(w, e->rank, e->stream)); /* the walk's own port is busy now: it ends */
+    } else {
+      it.at++;
+      WEFT_CHECK(iter_next(w, h, it));
+    }
   }
   return WEFT_SUCCESS;
 }
@@ -397,7 +495,7 @@ static weft_result_t check_finished(const sim_world_t *w) {
 }
 
 static weft_result_t run(sim_world_t *w) {
-  cands_t c = {0};
+  iters_t c = {0};
   weft_result_t res = WEFT_SUCCESS;
   for (int q = 0; q < w->nranks && res == WEFT_SUCCESS; q++) {
     sim_rank_t *r = &w->ranks[q];
