@@ -33,11 +33,15 @@
  *   (O(log p) ops a rank), but a ring all-reduce has 4(p-1) ops a rank, ~1.07e9 at 16,384 ranks
  *   (~47 GB). Going past that needs builders that can emit op i of a rank on demand, so that the
  *   engine keeps a window of live ops per stream; not done yet.
- * - Time: per message, one event (O(log n) heap on n pending events, no allocation) and O(1)
- *   bookkeeping: a round at one instant looks only at the streams whose state changed and at the
- *   pairs waiting for a port at ranks where something happened, and orders only the candidates
- *   whose two ports are free. Slices are not aggregated: one event per slice and one per
- *   reduction, so a run costs O(slices x log n) over all ranks. */
+ * - Time: per message, one event (O(log n) heap on n pending events, no allocation per event)
+ *   and bookkeeping for what changed: a round at one instant looks only at the streams whose
+ *   state changed, and starts messages by merging the first-come first-served wait lists of the
+ *   ports that freed through a heap. A walk skips pairs whose other port is busy, so a rank with
+ *   many pairs waiting on busy peers (pairwise all-to-all) costs O(p) per message. Slices are not
+ *   aggregated: one event per slice and one per reduction, so a run costs O(slices x log n) over
+ *   all ranks. Where a message ends is decided in one place (sim_internal.h's
+ *   sim_xfer_schedule), and a scheduled completion can be moved (sim_xfer_move: events carry a
+ *   version, stale ones are skipped), for a link model that shares bandwidth. */
 #ifndef WEFT_TOOLS_SIM_SIM_H_
 #define WEFT_TOOLS_SIM_SIM_H_
 

@@ -196,7 +196,8 @@ static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s
     stream_init(&r->streams[si], op->peer, is_send(op->kind));
     r->streams[si].nops++;
   }
-  /* Dependants, newest first: who to look at again when an op completes a slice. */
+  /* Dependants, newest first: who to look at again when an op completes a slice (every
+   * dependency of an op links it, where ops get several). */
   for (int i = s->nops - 1; i >= 0; i--)
     if (s->ops[i].dep >= 0) {
       r->ops[i].dep_next = r->ops[s->ops[i].dep].dep_first;

@@ -29,7 +29,7 @@ typedef struct {
   int match;      /* index of the peer's stream in the other direction */
   double waiting; /* since when the pair's head waits only for ports; < 0: it does not */
   unsigned wserial; /* counts the waits: an entry of an earlier one in a wait list is dead */
-  int listed;     /* in its rank's `pending` list */
+  int listed;       /* in its rank's `pending` list */
   /* Send streams: the message on the wire (one at a time: one outgoing port). An XFER event
    * whose version is not xfer_version is stale (its completion was moved) and is skipped. */
   unsigned xfer_version;
@@ -123,7 +123,7 @@ typedef struct {
   unsigned epoch;
   int *dirty_list, ndirty;       /* ranks with `dirty` set, for the next try_start */
   int *unsorted_list, nunsorted; /* ranks with `unsorted` set */
-  int *slot_of;            /* while building: 2 * nranks entries, -1 (sim_build.c) */
+  int *slot_of;                  /* while building: 2 * nranks entries, -1 (sim_build.c) */
   sim_trace_fn trace;
   void *trace_arg;
   sim_result_t res;

@@ -63,7 +63,10 @@ static int head(const sim_stream_t *st, int *op, size_t *slice) {
   return 1;
 }
 
-/* Slices of op `oi` whose dependency has been met (schedule.h's rule, as the executor's). */
+/* Slices of op `oi` whose dependency has been met (schedule.h's rule, as the executor's): the
+ * one place that says how many slices of an op may start. An op with several dependencies takes
+ * the least over them here, and must be linked as a dependant of each (sim_build.c's
+ * dep_first/dep_next), so that every completion looks at it again. */
 static size_t dep_ready(const sim_rank_t *r, int oi) {
   const sim_op_t *op = &r->ops[oi];
   if (op->dep < 0) return op->nslices;
