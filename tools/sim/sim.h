@@ -41,7 +41,10 @@
  *   aggregated: one event per slice and one per reduction, so a run costs O(slices x log n) over
  *   all ranks. Where a message ends is decided in one place (sim_internal.h's
  *   sim_xfer_schedule), and a scheduled completion can be moved (sim_xfer_move: events carry a
- *   version, stale ones are skipped), for a link model that shares bandwidth. */
+ *   version, stale ones are skipped), for a link model that shares bandwidth: the network mode
+ *   (`topo`, sim_net.h) plugs in there. It has no ports: a rank's streams may each have one
+ *   message in flight at once, so a walk goes on past a pair it starts, and a pair whose send
+ *   stream still has one stays in the wait lists, skipped, until its delivery. */
 #ifndef WEFT_TOOLS_SIM_SIM_H_
 #define WEFT_TOOLS_SIM_SIM_H_
 
