@@ -126,63 +126,72 @@ static int in_buffer(const schedule_t *s, sched_buf_t b, size_t offset, size_t c
          count <= s->buf_count[b] - offset;
 }
 
+/* The checks of op i; fed_by[f] is the fused op that claimed send f so far (-1: none), so that
+ * two fused ops feeding one send are found in one pass. */
+static weft_result_t validate_op(const schedule_t *s, int nranks, int i, int *fed_by) {
+  const sched_op_t *op = &s->ops[i];
+  if (!sched_is_local(op->kind) && (op->peer < 0 || op->peer >= nranks))
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
+  if (op->agree.on && !is_token(op->kind))
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: only tokens carry values to agree on", i);
+  if (!is_token(op->kind) && (op->count == 0 || !in_buffer(s, op->buf, op->offset, op->count)))
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
+                    op->offset, op->count, (int)op->buf,
+                    (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
+  if (sched_has_src(op->kind) && !in_buffer(s, op->src_buf, op->src_offset, op->count))
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
+  if (op->nmore < 0 || (op->nmore > 0 && (op->more_deps < 0 || op->more_deps > s->ndeps ||
+                                          op->nmore > s->ndeps - op->more_deps)))
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: further dependencies outside the list", i);
+  /* Every dependency is earlier: the ops' order is then a topological one, so no cycle. */
+  for (int k = 0; k < sched_ndeps(op); k++) {
+    sched_dep_t d = sched_dep_at(s, op, k);
+    if (d.op >= i || d.op < 0)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, d.op);
+    if (!d.whole && s->ops[d.op].count != op->count)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
+                      d.op);
+  }
+  if (sched_is_fused(op->kind) && op->fwd > i && op->fwd < s->nops && s->ops[op->fwd].nmore > 0)
+    return WEFT_ERR(WEFT_ERR_INTERNAL,
+                    "schedule op %d: the send it feeds (op %d) may wait for nothing else", i,
+                    op->fwd);
+  /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */
+  if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND && s->ops[op->dep].fwd != i) {
+    const sched_op_t *d = &s->ops[op->dep];
+    int reads = (op->kind == SCHED_SEND && op->buf == d->buf) ||
+                (sched_has_src(op->kind) && op->src_buf == d->buf);
+    if (reads)
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "schedule op %d reads the result of op %d, a recv-reduce-send that only "
+                      "writes the slots of op %d",
+                      i, op->dep, d->fwd);
+  }
+  if (sched_is_fused(op->kind)) {
+    const sched_op_t *f = op->fwd > i && op->fwd < s->nops ? &s->ops[op->fwd] : NULL;
+    if (!f || f->kind != SCHED_SEND || f->dep != i || f->count != op->count)
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "schedule op %d: fused step must feed a later send that depends on it "
+                      "(fwd %d)",
+                      i, op->fwd);
+    if (fed_by[op->fwd] >= 0)
+      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule ops %d and %d feed the same send %d",
+                      fed_by[op->fwd], i, op->fwd);
+    fed_by[op->fwd] = i;
+  }
+  return WEFT_SUCCESS;
+}
+
 weft_result_t sched_validate(const schedule_t *s, int nranks) {
   if (s->hdr_to >= nranks || s->hdr_from >= nranks)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule: call-description peer out of range");
-  for (int i = 0; i < s->nops; i++) {
-    const sched_op_t *op = &s->ops[i];
-    if (!sched_is_local(op->kind) && (op->peer < 0 || op->peer >= nranks))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: peer %d out of range", i, op->peer);
-    if (op->agree.on && !is_token(op->kind))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: only tokens carry values to agree on", i);
-    if (!is_token(op->kind) && (op->count == 0 || !in_buffer(s, op->buf, op->offset, op->count)))
-      return WEFT_ERR(WEFT_ERR_INTERNAL,
-                      "schedule op %d: range [%zu, +%zu) outside buffer %d of %zu elements", i,
-                      op->offset, op->count, (int)op->buf,
-                      (unsigned)op->buf < SCHED_NUM_BUFS ? s->buf_count[op->buf] : 0);
-    if (sched_has_src(op->kind) && !in_buffer(s, op->src_buf, op->src_offset, op->count))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: source range outside its buffer", i);
-    if (op->nmore < 0 || (op->nmore > 0 && (op->more_deps < 0 || op->more_deps > s->ndeps ||
-                                            op->nmore > s->ndeps - op->more_deps)))
-      return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: further dependencies outside the list",
-                      i);
-    /* Every dependency is earlier: the ops' order is then a topological one, so no cycle. */
-    for (int k = 0; k < sched_ndeps(op); k++) {
-      sched_dep_t d = sched_dep_at(s, op, k);
-      if (d.op >= i || d.op < 0)
-        return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d depends on later op %d", i, d.op);
-      if (!d.whole && s->ops[d.op].count != op->count)
-        return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule op %d: dependency %d has another count", i,
-                        d.op);
-    }
-    if (sched_is_fused(op->kind) && op->fwd > i && op->fwd < s->nops && s->ops[op->fwd].nmore > 0)
-      return WEFT_ERR(WEFT_ERR_INTERNAL,
-                      "schedule op %d: the send it feeds (op %d) may wait for nothing else", i,
-                      op->fwd);
-    /* A recv-reduce-send keeps nothing: only the send it feeds may use its result. */
-    if (op->dep >= 0 && s->ops[op->dep].kind == SCHED_RECV_REDUCE_SEND &&
-        s->ops[op->dep].fwd != i) {
-      const sched_op_t *d = &s->ops[op->dep];
-      int reads = (op->kind == SCHED_SEND && op->buf == d->buf) ||
-                  (sched_has_src(op->kind) && op->src_buf == d->buf);
-      if (reads)
-        return WEFT_ERR(WEFT_ERR_INTERNAL,
-                        "schedule op %d reads the result of op %d, a recv-reduce-send that only "
-                        "writes the slots of op %d",
-                        i, op->dep, d->fwd);
-    }
-    if (sched_is_fused(op->kind)) {
-      const sched_op_t *f = op->fwd > i && op->fwd < s->nops ? &s->ops[op->fwd] : NULL;
-      if (!f || f->kind != SCHED_SEND || f->dep != i || f->count != op->count)
-        return WEFT_ERR(WEFT_ERR_INTERNAL,
-                        "schedule op %d: fused step must feed a later send that depends on it "
-                        "(fwd %d)",
-                        i, op->fwd);
-      for (int k = 0; k < i; k++)
-        if (sched_is_fused(s->ops[k].kind) && s->ops[k].fwd == op->fwd)
-          return WEFT_ERR(WEFT_ERR_INTERNAL, "schedule ops %d and %d feed the same send %d", k, i,
-                          op->fwd);
-    }
-  }
-  return WEFT_SUCCESS;
+  int *fed_by = s->nops > 0 ? malloc(sizeof(int) * (size_t)s->nops) : NULL;
+  if (s->nops > 0 && !fed_by)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "schedule: out of memory checking %d ops", s->nops);
+  for (int i = 0; i < s->nops; i++) fed_by[i] = -1;
+  weft_result_t res = WEFT_SUCCESS;
+  for (int i = 0; i < s->nops && res == WEFT_SUCCESS; i++) res = validate_op(s, nranks, i, fed_by);
+  free(fed_by);
+  return res;
 }

@@ -121,6 +121,24 @@ TEST(NetSimTest, TwoFlowsSharingOneNicTakeTwiceAsLong) {
   }
 }
 
+// Two sends of one rank that become ready at once, where only the sender has news (they wait on
+// a receive at rank 0; ranks 2 and 3 posted long before): both start when the receive lands and
+// share rank 0's NIC, 2 latencies + 3 B / bw in all. A round that started one message per rank,
+// as the ports model does, would hold the second until the first is delivered: a latency more.
+TEST(NetSimTest, ReadySendsOfOneRankStartTogether) {
+  const double bw = 1e9, lat = 1e-3, bytes = 4.0 * kN;
+  NetModel n("gpus_per_node 1\nnics_per_node 1\nnic_bw 1e9\nnic_latency 1e-3\n", 1, size_t(1) << 30,
+             0);
+  World w(4, kN);
+  w.Send(1, 0, kN);
+  int recv = w.s[0].nops - 1;
+  w.Send(0, 2, kN);
+  w.s[0].ops[w.s[0].nops - 1].dep = recv;
+  w.Send(0, 3, kN);
+  w.s[0].ops[w.s[0].nops - 1].dep = recv;
+  EXPECT_NEAR(w.Run(n.m), 2 * lat + 3 * bytes / bw, 1e-9);
+}
+
 // Flows that end at different times: the survivor speeds up when the other leaves. 0 -> 2 moves
 // B, 1 -> 3 moves B/2 through one NIC: both at bw/2 until the short one is done at B/bw, then
 // the long one's last B/2 at bw. Both end at 1.5 B/bw (+ latency); the short one at B/bw.

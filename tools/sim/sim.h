@@ -20,7 +20,31 @@
  *   (bytes*beta_mem) one after another, in the order they became ready; sends cost it nothing.
  * - Ready messages that compete for a port go first-come first-served (ties: lower rank first).
  * - All ranks enter the call at time 0; the call's time is when the last rank retired its last
- *   slice. */
+ *   slice.
+ *
+ * What a run costs (tools/sim/README.md, "Scale", has measurements):
+ * - Memory: compact records, not lazy generation. Each rank's schedule is built, validated
+ *   (linear in its ops) and turned into one 40-byte record per op (sim_internal.h's sim_op_t:
+ *   count, slices, progress, dependency, stream, dependants) plus 4 bytes in its stream's op list;
+ *   the schedule itself (104 bytes an op) is freed before the next rank's is built, so at most one
+ *   lives at a time. Streams are numbered through a per-peer index and sized exactly. Chosen
+ *   because the builders stay untouched and the replay sees exactly the ops the library runs;
+ *   the price is ~44 bytes per op of the whole call: fine for the trees and Rabenseifner
+ *   (O(log p) ops a rank), but a ring all-reduce has 4(p-1) ops a rank, ~1.07e9 at 16,384 ranks
+ *   (~47 GB). Going past that needs builders that can emit op i of a rank on demand, so that the
+ *   engine keeps a window of live ops per stream; not done yet.
+ * - Time: per message, one event (O(log n) heap on n pending events, no allocation per event)
+ *   and bookkeeping for what changed: a round at one instant looks only at the streams whose
+ *   state changed, and starts messages by merging the first-come first-served wait lists of the
+ *   ports that freed through a heap. A walk skips pairs whose other port is busy, so a rank with
+ *   many pairs waiting on busy peers (pairwise all-to-all) costs O(p) per message. Slices are not
+ *   aggregated: one event per slice and one per reduction, so a run costs O(slices x log n) over
+ *   all ranks. Where a message ends is decided in one place (sim_internal.h's
+ *   sim_xfer_schedule), and a scheduled completion can be moved (sim_xfer_move: events carry a
+ *   version, stale ones are skipped), for a link model that shares bandwidth: the network mode
+ *   (`topo`, sim_net.h) plugs in there. It has no ports: a rank's streams may each have one
+ *   message in flight at once, so a walk goes on past a pair it starts, and a pair whose send
+ *   stream still has one stays in the wait lists, skipped, until its delivery. */
 #ifndef WEFT_TOOLS_SIM_SIM_H_
 #define WEFT_TOOLS_SIM_SIM_H_
 

@@ -2,6 +2,7 @@
  *
  * Schedules come from the algorithms table (or the caller); streams are grouped exactly as
  * executor.c groups them, and the two ends of each stream are paired up and counted. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,28 +41,29 @@ static int is_token(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED
 static int is_send(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_SEND_TOKEN; }
 
 double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j) {
-  const sched_op_t *op = &r->s.ops[oi];
+  const sim_op_t *op = &r->ops[oi];
   /* executor.c: a token that carries values to agree on is SIM_AGREE_BYTES, a bare one 1. */
-  if (is_token(op->kind)) return op->agree.on ? SIM_AGREE_BYTES : 1;
+  if (is_token((sched_kind_t)op->kind)) return op->agree ? SIM_AGREE_BYTES : 1;
   size_t left = op->count - j * w->slice_elems;
   return (double)((left < w->slice_elems ? left : w->slice_elems) * w->esize);
 }
 
-static sim_stream_t *stream_for(sim_world_t *w, sim_rank_t *r, int peer, int send) {
-  for (int i = 0; i < r->nstreams; i++)
-    if (r->streams[i].peer == peer && r->streams[i].is_send == send) return &r->streams[i];
-  sim_stream_t *st = &r->streams[r->nstreams++];
-  memset(st, 0, sizeof *st);
+/* The index of `r`'s stream to or from `peer`, found through slot_of (2 entries per peer, -1:
+ * none yet) and numbered in first-use order, executor.c's order. */
+static int stream_index(sim_rank_t *r, int *slot_of, int peer, int send) {
+  int *slot = &slot_of[2 * peer + send];
+  if (*slot < 0) *slot = r->nstreams++;
+  return *slot;
+}
+
+static void stream_init(sim_stream_t *st, int peer, int send) {
   st->peer = peer;
   st->is_send = send;
   st->match = -1;
   st->waiting = -1;
-  st->ops = malloc(sizeof(int) * (size_t)(r->s.nops + 1));
-  st->fifo = malloc(sizeof(sim_slot_t) * (size_t)w->m->window);
-  return st->ops && st->fifo ? st : NULL;
 }
 
-static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, int rank,
+static weft_result_t build_schedule_with(schedule_t *s, const sim_call_t *c, int rank,
                                          const sched_args_t *args) {
   sched_args_t a = *args;
   weft_coll_t coll = c->coll;
@@ -71,7 +73,7 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
     a.coll = coll;
     a.root = rank == 0 ? c->root : 0;
     if (rank != 0 && rank != c->root) {
-      sched_init(&w->ranks[rank].s, 0, 0);
+      sched_init(s, 0, 0);
       return WEFT_SUCCESS;
     }
   }
@@ -79,107 +81,243 @@ static weft_result_t build_schedule_with(sim_world_t *w, const sim_call_t *c, in
   if (!e)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "%s has no %s", weft_coll_name(coll),
                     weft_algo_name(c->algo));
-  weft_result_t res = e->build(&w->ranks[rank].s, &a);
-  if (res == WEFT_SUCCESS) res = sched_validate(&w->ranks[rank].s, c->nranks);
+  weft_result_t res = e->build(s, &a);
+  if (res == WEFT_SUCCESS) res = sched_validate(s, c->nranks);
   if (res != WEFT_SUCCESS)
     return err_context(res, "rank %d: %s %s schedule", rank, weft_coll_name(coll),
                        weft_algo_name(c->algo));
   return WEFT_SUCCESS;
 }
 
-/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. The
- * model's nodes (ranks_per_node) reach the builders as sched_args_t's topology. */
-static weft_result_t build_schedule(sim_world_t *w, const sim_call_t *c, int rank) {
-  sched_args_t a = {
-      .coll = c->coll, .rank = rank, .nranks = c->nranks, .count = c->count, .root = c->root};
-  int rpn = w->m->ranks_per_node;
-  int *node_of = rpn > 0 && rpn < c->nranks ? malloc(sizeof(int) * (size_t)c->nranks) : NULL;
-  if (node_of) {
-    for (int r = 0; r < c->nranks; r++) node_of[r] = topo_node_of(w->m, r); /* r / rpn */
-    a.node_of = node_of;
-    a.nnodes = (c->nranks + rpn - 1) / rpn;
-  }
-  /* all_to_allv runs with even splits: count per pair, parts end to end. */
-  size_t *even =
-      c->coll == WEFT_COLL_ALL_TO_ALLV ? malloc(sizeof(size_t) * 2 * (size_t)c->nranks) : NULL;
-  if (even) {
-    for (int j = 0; j < c->nranks; j++) {
-      even[j] = c->count;
-      even[c->nranks + j] = (size_t)j * c->count;
-    }
-    a.send_counts = a.recv_counts = even;
-    a.send_displs = a.recv_displs = even + c->nranks;
-  } else if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
-    free(node_of);
-    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
-  }
-  weft_result_t res = build_schedule_with(w, c, rank, &a);
-  free(node_of);
-  free(even);
-  return res;
+/* The builders' arguments shared by every rank, made once per call (not once per rank: node_of
+ * and all_to_allv's splits have an entry per rank). The model's nodes (ranks_per_node) reach the
+ * builders as sched_args_t's topology. */
+typedef struct {
+  sched_args_t a;
+  int *node_of;
+  size_t *even;
+} call_args_t;
+
+static void call_args_free(call_args_t *ca) {
+  free(ca->node_of);
+  free(ca->even);
 }
 
-/* Streams in executor.c's order: the call description's first, then ops as they appear. */
-static weft_result_t build_streams(sim_world_t *w, int rank) {
+static weft_result_t call_args_init(call_args_t *ca, const sim_model_t *m, const sim_call_t *c) {
+  memset(ca, 0, sizeof *ca);
+  ca->a.coll = c->coll;
+  ca->a.nranks = c->nranks;
+  ca->a.count = c->count;
+  ca->a.root = c->root;
+  int rpn = m->ranks_per_node;
+  if (rpn > 0 && rpn < c->nranks) {
+    if (!(ca->node_of = malloc(sizeof(int) * (size_t)c->nranks))) goto oom;
+    for (int r = 0; r < c->nranks; r++) ca->node_of[r] = topo_node_of(m, r); /* r / rpn */
+    ca->a.node_of = ca->node_of;
+    ca->a.nnodes = (c->nranks + rpn - 1) / rpn;
+  }
+  /* all_to_allv runs with even splits: count per pair, parts end to end. */
+  if (c->coll == WEFT_COLL_ALL_TO_ALLV) {
+    if (!(ca->even = malloc(sizeof(size_t) * 2 * (size_t)c->nranks))) goto oom;
+    for (int j = 0; j < c->nranks; j++) {
+      ca->even[j] = c->count;
+      ca->even[c->nranks + j] = (size_t)j * c->count;
+    }
+    ca->a.send_counts = ca->a.recv_counts = ca->even;
+    ca->a.send_displs = ca->a.recv_displs = ca->even + c->nranks;
+  }
+  return WEFT_SUCCESS;
+oom:
+  call_args_free(ca);
+  return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks' arguments", c->nranks);
+}
+
+/* The schedule of rank `rank`: send and recv pair rank 0 with the root; others sit idle. */
+static weft_result_t build_schedule(schedule_t *s, const call_args_t *ca, const sim_call_t *c,
+                                    int rank) {
+  sched_args_t a = ca->a;
+  a.rank = rank;
+  return build_schedule_with(s, c, rank, &a);
+}
+
+static int more_by_op_cmp(const void *a, const void *b) {
+  const sim_more_t *x = a, *y = b;
+  return x->op != y->op ? (x->op < y->op ? -1 : 1) : 0;
+}
+
+static int more_by_dep_cmp(const void *a, const void *b) {
+  const sim_more_t *x = a, *y = b;
+  if (x->dep != y->dep) return x->dep < y->dep ? -1 : 1;
+  return x->op != y->op ? (x->op < y->op ? -1 : 1) : 0;
+}
+
+/* The further dependencies of a rank's ops (schedule.h's deps list), kept aside in two orders:
+ * by dependant for dep_ready, by prerequisite for waking dependants. -1 when out of memory. */
+static int build_more(sim_rank_t *r, const schedule_t *s, int nmore) {
+  r->more_by_op = malloc(sizeof *r->more_by_op * (size_t)nmore);
+  r->more_by_dep = malloc(sizeof *r->more_by_dep * (size_t)nmore);
+  if (!r->more_by_op || !r->more_by_dep) return -1;
+  int at = 0;
+  for (int i = 0; i < s->nops; i++)
+    for (int k = 0; k < s->ops[i].nmore; k++) {
+      sched_dep_t d = s->deps[s->ops[i].more_deps + k];
+      r->more_by_op[at++] = (sim_more_t){i, d.op, (unsigned char)(d.whole != 0)};
+    }
+  r->nmore = at;
+  /* Stable for equal ops: ops are visited in order, and qsort only reorders within an op. */
+  qsort(r->more_by_op, (size_t)at, sizeof *r->more_by_op, more_by_op_cmp);
+  memcpy(r->more_by_dep, r->more_by_op, sizeof *r->more_by_dep * (size_t)at);
+  qsort(r->more_by_dep, (size_t)at, sizeof *r->more_by_dep, more_by_dep_cmp);
+  return 0;
+}
+
+/* Streams in executor.c's order: the call description's first, then ops as they appear. Each
+ * op's stream is found through slot_of (2 * nranks entries, all -1 between calls), so a rank
+ * costs time linear in its ops whatever the number of peers. */
+static weft_result_t build_streams(sim_world_t *w, int rank, const schedule_t *s) {
   sim_rank_t *r = &w->ranks[rank];
-  const schedule_t *s = &r->s;
+  int *slot_of = w->slot_of;
   size_t n = (size_t)s->nops + 1;
-  r->nslices = calloc(n, sizeof(size_t));
-  r->done = calloc(n, sizeof(size_t));
-  r->queued = calloc(n, sizeof(size_t));
-  r->streams = calloc(n + 2, sizeof *r->streams);
-  r->copies = calloc(n, sizeof(int));
-  if (!r->nslices || !r->done || !r->queued || !r->streams || !r->copies) goto oom;
-  sim_stream_t *st;
-  if (w->m->headers && s->hdr_to >= 0) {
-    if (!(st = stream_for(w, r, s->hdr_to, 1))) goto oom;
-    st->hdr = 1;
-  }
-  if (w->m->headers && s->hdr_from >= 0) {
-    if (!(st = stream_for(w, r, s->hdr_from, 0))) goto oom;
-    st->hdr = 1;
-  }
+  int hdr_to = w->m->headers ? s->hdr_to : -1, hdr_from = w->m->headers ? s->hdr_from : -1;
+  r->ops = calloc(n, sizeof *r->ops);
+  r->nops = s->nops;
+  r->stream_ops = malloc(sizeof(int) * n);
+  if (!r->ops || !r->stream_ops) goto oom;
+  /* First pass: number the streams and count the copies, so that both are sized exactly. */
+  int nmore = 0;
+  int hdr_out = hdr_to >= 0 ? stream_index(r, slot_of, hdr_to, 1) : -1;
+  int hdr_in = hdr_from >= 0 ? stream_index(r, slot_of, hdr_from, 0) : -1;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
-    r->nslices[i] = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
-    if (sched_is_local(op->kind)) {
+    sim_op_t *o = &r->ops[i];
+    size_t nslices = is_token(op->kind) ? 1 : (op->count + w->slice_elems - 1) / w->slice_elems;
+    if (nslices > UINT32_MAX)
+      return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                      "weft-sim: rank %d op %d has %zu slices, more than the engine counts", rank,
+                      i, nslices);
+    o->count = op->count;
+    o->nslices = (uint32_t)nslices;
+    o->dep = op->dep;
+    o->dep_whole = op->dep_whole != 0;
+    o->dep_first = o->dep_next = o->stream = -1;
+    o->step = op->step;
+    o->kind = (unsigned char)op->kind;
+    o->agree = op->agree.on != 0;
+    o->has_more = op->nmore > 0;
+    nmore += op->nmore;
+    if (sched_is_local(op->kind))
+      r->ncopies++;
+    else
+      o->stream = stream_index(r, slot_of, op->peer, is_send(op->kind));
+  }
+  size_t nstreams = (size_t)(r->nstreams ? r->nstreams : 1), ncopies = (size_t)r->ncopies;
+  r->streams = calloc(nstreams, sizeof *r->streams);
+  r->copies = malloc(sizeof(int) * (ncopies ? ncopies : 1));
+  r->copy_queued = calloc(ncopies ? ncopies : 1, sizeof *r->copy_queued);
+  r->fifos = malloc(sizeof *r->fifos * nstreams * (size_t)w->m->window);
+  r->pending = malloc(sizeof(int) * nstreams);
+  if (!r->streams || !r->copies || !r->copy_queued || !r->fifos || !r->pending) goto oom;
+  if (nmore > 0 && build_more(r, s, nmore) != 0) goto oom;
+  if (hdr_out >= 0) stream_init(&r->streams[hdr_out], hdr_to, 1), r->streams[hdr_out].hdr = 1;
+  if (hdr_in >= 0) stream_init(&r->streams[hdr_in], hdr_from, 0), r->streams[hdr_in].hdr = 1;
+  r->ncopies = 0;
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    int si = r->ops[i].stream;
+    if (si < 0) {
       r->copies[r->ncopies++] = i;
       continue;
     }
-    if (!(st = stream_for(w, r, op->peer, is_send(op->kind)))) goto oom;
-    st->ops[st->nops++] = i;
+    stream_init(&r->streams[si], op->peer, is_send(op->kind));
+    r->streams[si].nops++;
   }
+  /* Dependants, newest first: who to look at again when an op completes a slice (every
+   * dependency of an op links it, where ops get several). */
+  for (int i = s->nops - 1; i >= 0; i--)
+    if (s->ops[i].dep >= 0) {
+      r->ops[i].dep_next = r->ops[s->ops[i].dep].dep_first;
+      r->ops[s->ops[i].dep].dep_first = i;
+    }
+  int at = 0;
   for (int i = 0; i < r->nstreams; i++) {
-    st = &r->streams[i];
+    sim_stream_t *st = &r->streams[i];
+    slot_of[2 * st->peer + st->is_send] = -1;
+    st->ops = r->stream_ops + at;
+    st->fifo = r->fifos + (size_t)i * (size_t)w->m->window;
+    at += st->nops;
+    st->nops = 0;
     st->nmsgs = st->hdr;
-    for (int k = 0; k < st->nops; k++) st->nmsgs += (long)r->nslices[st->ops[k]];
+  }
+  for (int i = 0; i < s->nops; i++) {
+    if (r->ops[i].stream < 0) continue;
+    sim_stream_t *st = &r->streams[r->ops[i].stream];
+    st->ops[st->nops++] = i;
+    st->nmsgs += (long)r->ops[i].nslices;
   }
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory building rank %d's streams", rank);
 }
 
-/* Every stream needs its opposite end on the peer, carrying as many messages. */
+/* A rank's streams sorted for pair_streams' binary search: (2 * peer + is_send) in the high
+ * half, the stream's index in the low. */
+static int by_key(const void *a, const void *b) {
+  unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int find_stream(const unsigned long long *keys, int n, int peer, int send) {
+  unsigned long long want = (unsigned long long)(2 * peer + send);
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (keys[mid] >> 32 < want)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && keys[lo] >> 32 == want ? (int)(keys[lo] & 0xffffffffu) : -1;
+}
+
+/* Every stream needs its opposite end on the peer, carrying as many messages. Each rank's
+ * streams are sorted by peer once, so pairing costs O(streams log streams). */
 static weft_result_t pair_streams(sim_world_t *w) {
-  for (int r = 0; r < w->nranks; r++) {
+  unsigned long long **order = calloc((size_t)w->nranks, sizeof *order);
+  weft_result_t res =
+      order ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
+    sim_rank_t *rk = &w->ranks[r];
+    order[r] = malloc(sizeof **order * (size_t)(rk->nstreams ? rk->nstreams : 1));
+    if (!order[r]) {
+      res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory pairing streams");
+      break;
+    }
+    for (int i = 0; i < rk->nstreams; i++) {
+      const sim_stream_t *st = &rk->streams[i];
+      order[r][i] = (unsigned long long)(2 * st->peer + st->is_send) << 32 | (unsigned)i;
+    }
+    qsort(order[r], (size_t)rk->nstreams, sizeof **order, by_key);
+  }
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
     sim_rank_t *rk = &w->ranks[r];
     for (int i = 0; i < rk->nstreams; i++) {
       sim_stream_t *st = &rk->streams[i];
       sim_rank_t *pk = &w->ranks[st->peer];
-      long theirs = 0;
-      for (int k = 0; k < pk->nstreams; k++)
-        if (pk->streams[k].peer == r && pk->streams[k].is_send != st->is_send) {
-          st->match = k;
-          theirs = pk->streams[k].nmsgs;
-        }
-      if (theirs != st->nmsgs)
-        return WEFT_ERR(WEFT_ERR_INTERNAL,
-                        "schedules disagree: rank %d %s %ld messages %s rank %d, which %s %ld", r,
-                        st->is_send ? "sends" : "receives", st->nmsgs, st->is_send ? "to" : "from",
-                        st->peer, st->is_send ? "receives" : "sends", theirs);
+      int k = find_stream(order[st->peer], pk->nstreams, r, !st->is_send);
+      long theirs = k >= 0 ? pk->streams[k].nmsgs : 0;
+      st->match = k;
+      if (theirs != st->nmsgs) {
+        res = WEFT_ERR(WEFT_ERR_INTERNAL,
+                       "schedules disagree: rank %d %s %ld messages %s rank %d, which %s %ld", r,
+                       st->is_send ? "sends" : "receives", st->nmsgs, st->is_send ? "to" : "from",
+                       st->peer, st->is_send ? "receives" : "sends", theirs);
+        break;
+      }
     }
   }
-  return WEFT_SUCCESS;
+  for (int r = 0; order && r < w->nranks; r++) free(order[r]);
+  free(order);
+  return res;
 }
 
 static weft_result_t check_call(const sim_call_t *c) {
@@ -208,12 +346,17 @@ static weft_result_t check_call(const sim_call_t *c) {
   return WEFT_SUCCESS;
 }
 
-/* Streams and pairing for schedules already in w->ranks[*].s. */
-static weft_result_t setup(sim_world_t *w) {
+/* What building streams needs for any number of ranks. */
+static weft_result_t prepare(sim_world_t *w) {
   /* executor.c: barriers move bytes (esize 1), everything else elements of the dtype. */
   w->slice_elems = w->m->slice_bytes / w->esize ? w->m->slice_bytes / w->esize : 1;
-  for (int r = 0; r < w->nranks; r++) WEFT_CHECK(build_streams(w, r));
-  return pair_streams(w);
+  w->slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
+  w->dirty_list = malloc(sizeof(int) * (size_t)w->nranks);
+  w->unsorted_list = malloc(sizeof(int) * (size_t)w->nranks);
+  if (!w->slot_of || !w->dirty_list || !w->unsorted_list)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", w->nranks);
+  for (int i = 0; i < 2 * w->nranks; i++) w->slot_of[i] = -1;
+  return WEFT_SUCCESS;
 }
 
 static weft_result_t alloc_ranks(sim_world_t *w, const sim_model_t *m, int nranks) {
@@ -231,39 +374,58 @@ weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_ca
   memset(w, 0, sizeof *w);
   WEFT_CHECK(check_call(c));
   WEFT_CHECK(alloc_ranks(w, m, c->nranks));
-  w->owns_schedules = 1;
   w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
-  for (int r = 0; r < c->nranks; r++) WEFT_CHECK(build_schedule(w, c, r));
-  return setup(w);
+  WEFT_CHECK(prepare(w));
+  call_args_t ca;
+  WEFT_CHECK(call_args_init(&ca, m, c));
+  /* One rank's schedule at a time: only its compact form (sim_op_t) stays. */
+  weft_result_t res = WEFT_SUCCESS;
+  for (int r = 0; r < c->nranks && res == WEFT_SUCCESS; r++) {
+    schedule_t s;
+    sched_init(&s, 0, 0);
+    res = build_schedule(&s, &ca, c, r);
+    if (res == WEFT_SUCCESS) res = build_streams(w, r, &s);
+    sched_free(&s);
+  }
+  call_args_free(&ca);
+  return res == WEFT_SUCCESS ? pair_streams(w) : res;
 }
 
 weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
                                const schedule_t *scheds) {
   WEFT_CHECK(alloc_ranks(w, m, nranks));
   w->esize = esize ? esize : 1;
+  WEFT_CHECK(prepare(w));
   for (int r = 0; r < nranks; r++) {
-    w->ranks[r].s = scheds[r];
     WEFT_CHECK(sched_validate(&scheds[r], nranks));
+    WEFT_CHECK(build_streams(w, r, &scheds[r]));
   }
-  return setup(w);
+  return pair_streams(w);
 }
 
 void sim_world_free(sim_world_t *w) {
   for (int r = 0; w->ranks && r < w->nranks; r++) {
     sim_rank_t *rk = &w->ranks[r];
-    for (int i = 0; rk->streams && i < rk->nstreams; i++) {
-      free(rk->streams[i].ops);
-      free(rk->streams[i].fifo);
-    }
-    if (w->owns_schedules) sched_free(&rk->s);
-    free(rk->nslices);
-    free(rk->done);
-    free(rk->queued);
+    free(rk->ops);
     free(rk->streams);
+    free(rk->stream_ops);
+    free(rk->fifos);
     free(rk->copies);
+    free(rk->copy_queued);
+    free(rk->more_by_op);
+    free(rk->more_by_dep);
+    free(rk->pending);
+    free(rk->out_wait.v);
+    free(rk->in_wait.v);
     free(rk->tasks);
   }
   free(w->ranks);
+  free(w->dirty_list);
+  free(w->unsorted_list);
+  free(w->slot_of);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
+  w->dirty_list = NULL;
+  w->unsorted_list = NULL;
+  w->slot_of = NULL;
 }

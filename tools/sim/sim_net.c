@@ -15,10 +15,10 @@
 struct simnet {
   net_t *net;
   topo_net_t tn;
-  sim_event_t *deliver; /* per flow id: the message's delivery, and below its route's latency */
+  int *from, *stream; /* per flow id: the message's send stream, and its route's latency */
   double *latency;
   int cap;
-  int update_due; /* an update event (flow -1) is in the heap for this instant */
+  int update_due; /* an update event (rank -1) is in the heap for this instant */
   int armed;      /* 1 + the flow whose drain the heap holds, at version armed_version */
   unsigned armed_version;
 };
@@ -40,7 +40,8 @@ void simnet_free(sim_world_t *w) {
   if (!s) return;
   net_free(s->net);
   topo_net_free(&s->tn);
-  free(s->deliver);
+  free(s->from);
+  free(s->stream);
   free(s->latency);
   free(s);
   w->net = NULL;
@@ -56,7 +57,7 @@ static weft_result_t arm(sim_world_t *w) {
   unsigned v = net_flow_version(s->net, f);
   if (s->armed == f + 1 && s->armed_version == v) return WEFT_SUCCESS;
   sim_event_t e = {
-      .t = net_flow_finish(s->net, f), .kind = SIM_EV_XFER, .flow = f + 1, .version = v};
+      .t = net_flow_finish(s->net, f), .kind = SIM_EV_NET, .rank = f + 1, .version = v};
   if (e.t < w->now) e.t = w->now; /* rounding of bytes left near zero */
   s->armed = f + 1;
   s->armed_version = v;
@@ -69,47 +70,52 @@ static weft_result_t arm(sim_world_t *w) {
 static weft_result_t update_soon(sim_world_t *w) {
   if (w->net->update_due) return WEFT_SUCCESS;
   w->net->update_due = 1;
-  sim_event_t e = {.t = w->now, .kind = SIM_EV_XFER, .flow = -1};
+  sim_event_t e = {.t = w->now, .kind = SIM_EV_NET, .rank = -1};
   return sim_heap_push(&w->heap, &e) ? oom() : WEFT_SUCCESS;
 }
 
-weft_result_t simnet_start(sim_world_t *w, const sim_event_t *deliver) {
+/* Grows the per-flow arrays to hold flow `id`. */
+static int reserve(simnet_t *s, int id) {
+  if (id < s->cap) return 1;
+  int cap = s->cap ? 2 * s->cap : 256;
+  while (cap <= id) cap *= 2;
+  int *f = realloc(s->from, sizeof *f * (size_t)cap);
+  if (f) s->from = f;
+  int *st = f ? realloc(s->stream, sizeof *st * (size_t)cap) : NULL;
+  if (st) s->stream = st;
+  double *l = st ? realloc(s->latency, sizeof *l * (size_t)cap) : NULL;
+  if (!l) return 0;
+  s->latency = l;
+  s->cap = cap;
+  return 1;
+}
+
+weft_result_t simnet_start(sim_world_t *w, int from, int si, double bytes) {
   simnet_t *s = w->net;
   int links[NET_MAX_HOPS];
   double latency;
-  int n = topo_route(&s->tn, deliver->from, deliver->to, links, &latency);
-  int id = net_flow_add(s->net, w->now, links, n, deliver->bytes);
-  if (id < 0) return oom();
-  if (id >= s->cap) {
-    int cap = s->cap ? 2 * s->cap : 256;
-    while (cap <= id) cap *= 2;
-    sim_event_t *d = realloc(s->deliver, sizeof *d * (size_t)cap);
-    if (d) s->deliver = d;
-    double *l = d ? realloc(s->latency, sizeof *l * (size_t)cap) : NULL;
-    if (!l) return oom();
-    s->latency = l;
-    s->cap = cap;
-  }
-  s->deliver[id] = *deliver;
-  s->deliver[id].flow = 0;
+  int n = topo_route(&s->tn, from, w->ranks[from].streams[si].peer, links, &latency);
+  int id = net_flow_add(s->net, w->now, links, n, bytes);
+  if (id < 0 || !reserve(s, id)) return oom();
+  s->from[id] = from;
+  s->stream[id] = si;
   s->latency[id] = latency;
   return update_soon(w);
 }
 
-weft_result_t simnet_drained(sim_world_t *w, const sim_event_t *e) {
+weft_result_t simnet_event(sim_world_t *w, const sim_event_t *e) {
   simnet_t *s = w->net;
-  if (e->flow < 0) {
+  if (e->rank < 0) {
     s->update_due = 0;
     if (!net_update(s->net, w->now)) return oom();
     return arm(w);
   }
-  int id = e->flow - 1;
+  int id = e->rank - 1;
   if (!net_flow_active(s->net, id) || net_flow_version(s->net, id) != e->version)
     return WEFT_SUCCESS; /* superseded: the flow's rate changed after this was scheduled */
-  sim_event_t d = s->deliver[id];
-  d.t = w->now + s->latency[id];
+  double deliver = w->now + s->latency[id];
   net_flow_remove(s->net, id);
   WEFT_CHECK(update_soon(w));
   WEFT_CHECK(arm(w));
-  return sim_heap_push(&w->heap, &d) ? oom() : WEFT_SUCCESS;
+  return sim_xfer_move(w, s->from[id], s->stream[id], deliver);
 }
