@@ -276,7 +276,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
   return rescue_open(c, mine);
 }
 
-static int blob_present(const unsigned char *blob, size_t n) {
+int comm_blob_present(const unsigned char *blob, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (blob[i]) return 1;
   return 0;
@@ -327,7 +327,8 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
                      c->rank, r, all[r].host_id, all[c->rank].host_id);
       goto done;
     }
-    if (same_host && c->transports[COMM_SHM] && blob_present(all[r].addr[COMM_SHM], shm_size)) {
+    if (same_host && c->transports[COMM_SHM] &&
+        comm_blob_present(all[r].addr[COMM_SHM], shm_size)) {
       c->via[r] = COMM_SHM;
       blobs[n] = all[r].addr[COMM_SHM];
       peers[n++] = r;
@@ -353,7 +354,7 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
     }
     c->via_dev[r] = c->via[r] == COMM_IB && ib_gdr_both(c, all, r) ? COMM_IB_GDR : c->via[r];
     if (same_host && c->transports[COMM_CUDA_IPC] &&
-        blob_present(all[r].addr[COMM_CUDA_IPC], ipc_size)) {
+        comm_blob_present(all[r].addr[COMM_CUDA_IPC], ipc_size)) {
       c->via_dev[r] = COMM_CUDA_IPC;
       ipc_blobs[nipc] = all[r].addr[COMM_CUDA_IPC];
       ipc_peers[nipc++] = r;

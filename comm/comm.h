@@ -140,6 +140,9 @@ weft_result_t comm_open_transport(weft_comm_t *comm, boot_record_t *mine);
  * both ends have a verbs port of one link layer, else tcp; unless WEFT_TRANSPORT says otherwise),
  * connects the ring, and sets the cost models from the transport mix (cost_model_connect). */
 weft_result_t comm_connect(weft_comm_t *comm, const boot_record_t *all);
+/* Whether a rank's record publishes an address for a transport (its n bytes are not all zero):
+ * a rank publishes one exactly when it created that transport. */
+int comm_blob_present(const unsigned char *blob, size_t n);
 
 /* Loads the MSCCL program at `path` for c (NULL: unloads it), after every rank has agreed it
  * loaded the same one (algo_file.c). Collective; on failure c keeps its previous program. */

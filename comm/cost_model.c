@@ -30,12 +30,6 @@ weft_result_t cost_model_init(weft_comm_t *c) {
   return WEFT_SUCCESS;
 }
 
-static int blob_present(const unsigned char *blob, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (blob[i]) return 1;
-  return 0;
-}
-
 /* Which (transport, host) class carries ranks a and b, for host and for device buffers: the rule
  * comm.c's choose_transports applies, but read from both ranks' records, so that every rank
  * sees every pair alike (a rank's own transports are those its record publishes). */
@@ -49,15 +43,15 @@ static void pair_classes(const weft_comm_t *c, const boot_record_t *all, int a, 
   int ib_mode = strcmp(c->config.transport, "ib") == 0;
   int ib = fa.present && fb.present && fa.link_layer == fb.link_layer && (!same || ib_mode);
   cost_transport_t t = COST_TCP;
-  if (same && blob_present(all[a].addr[COMM_SHM], shm_size) &&
-      blob_present(all[b].addr[COMM_SHM], shm_size))
+  if (same && comm_blob_present(all[a].addr[COMM_SHM], shm_size) &&
+      comm_blob_present(all[b].addr[COMM_SHM], shm_size))
     t = COST_SHM;
   else if (ib)
     t = COST_RDMA;
   host->used[t][w] = 1;
   cost_transport_t d = COST_STAGED;
-  if (same && blob_present(all[a].addr[COMM_CUDA_IPC], ipc_size) &&
-      blob_present(all[b].addr[COMM_CUDA_IPC], ipc_size))
+  if (same && comm_blob_present(all[a].addr[COMM_CUDA_IPC], ipc_size) &&
+      comm_blob_present(all[b].addr[COMM_CUDA_IPC], ipc_size))
     d = COST_CUDA_IPC;
   else if (t == COST_RDMA && fa.gdr && fb.gdr)
     d = COST_RDMA;
