@@ -22,6 +22,7 @@ typedef enum {
   K_SECONDS,
   K_NO_HEADER,
   K_TRACE,
+  K_REPLAY, /* full | auto: one rank per symmetry class where the call has one */
   K_PATH,
   K_TRANSPORT,
   K_HELP,
@@ -62,6 +63,7 @@ static const opt_t options[] = {
     {0, "transport", K_TRANSPORT, 0, 0, 0},
     {0, "no-header", K_NO_HEADER, 0, 0, 0},
     {0, "trace", K_TRACE, 0, 0, 0},
+    {0, "replay", K_REPLAY, 0, 0, 0},
     {0, "topology", K_TOPOLOGY, 0, 0, 0},
     {0, "net", K_NET, 0, 0, 0},
     {0, "rank-order", K_RANK_ORDER, 0, 0, 0},
@@ -204,6 +206,13 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
     case K_TRACE:
       o->trace = 1;
       break;
+    case K_REPLAY:
+      if (strcmp(v, "full") == 0 || strcmp(v, "auto") == 0) {
+        o->model.replay = v[0] == 'f' ? SIM_REPLAY_FULL : SIM_REPLAY_AUTO;
+        break;
+      }
+      snprintf(err, errlen, "%s: unknown replay '%s' (full auto)", flag, v);
+      return SIMCLI_ERROR;
     case K_TRANSPORT: /* simcli_parse applies it */
       if (cost_transport_from_name(v) != COST_NUM_TRANSPORTS) break;
       snprintf(err, errlen, "%s: unknown transport '%s' (tcp shm cuda_ipc staged rdma)", flag, v);
@@ -303,6 +312,7 @@ int simcli_parse(int argc, const char *const *argv, simcli_t *o, char *err, size
   o->dtype = WEFT_FLOAT32;
   o->root = -1;
   sim_model_defaults(&o->model);
+  o->model.replay = SIM_REPLAY_AUTO; /* the engine's default is full: its callers ask */
   err[0] = '\0';
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *value;
@@ -353,7 +363,7 @@ void simcli_usage(FILE *out) {
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
       "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
       "                [--topology file] [--net key=value] [--rank-order file]\n"
-      "                [--algo-file program.xml]\n"
+      "                [--algo-file program.xml] [--replay full|auto]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
@@ -363,6 +373,9 @@ void simcli_usage(FILE *out) {
       "message: from, to, bytes, start and end (us). --topology, --net and --rank-order turn\n"
       "on the network mode: links shared max-min fairly (README.md, \"Network model\").\n"
       "--algo-file simulates an MSCCL program (XML) instead: its collective on its ranks\n"
-      "(-C and -p are taken from it).\n",
+      "(-C and -p are taken from it). --replay auto (the default) replays one rank per\n"
+      "symmetry class where every rank's schedule is its representative's with peers\n"
+      "rotated or XORed, with the full replay's result (not with --trace or a topology);\n"
+      "--replay full replays every rank.\n",
       out);
 }

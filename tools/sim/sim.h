@@ -72,7 +72,13 @@ typedef struct {
   int ranks_per_node;             /* ranks r and q share a node iff r / rpn == q / rpn; <= 0: one */
   int headers;                    /* send the call description as the executor does */
   const struct topo *topo;        /* network mode (topology.h); NULL: the two ports per rank */
+  int replay;                     /* sim_replay_t: sim_run's choice; sim_run_schedules: full */
 } sim_model_t;
+
+/* SIM_REPLAY_AUTO replays one rank per symmetry class where the call has a symmetry
+ * (sim_symmetry.h) and nothing tells the ranks apart: not in network mode, not with a trace.
+ * The result is the full replay's, bit for bit (README.md, "Scale"). */
+typedef enum { SIM_REPLAY_FULL = 0, SIM_REPLAY_AUTO = 1 } sim_replay_t;
 
 /* weft-sim's defaults: a loopback-like alpha, beta, gamma (the library's per-transport ones are
  * --transport's, collectives/cost_constants.c), config.c's slice and window; one node, headers
@@ -96,6 +102,7 @@ typedef struct {
   long messages;   /* messages on the wire, call descriptions included */
   double bytes;    /* bytes on the wire */
   long cross_node; /* messages between different nodes */
+  int replayed;    /* ranks the engine replayed: fewer than the call's in a symmetric replay */
 } sim_result_t;
 
 /* Called for every message once it has been handed over (for traces and tests). */

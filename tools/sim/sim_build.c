@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
+#include "tools/sim/sim_symmetry.h"
 #include "tools/sim/topology.h"
 
 void sim_model_defaults(sim_model_t *m) {
@@ -25,6 +26,7 @@ void sim_model_defaults(sim_model_t *m) {
   m->ranks_per_node = 0;
   m->headers = 1;
   m->topo = NULL;
+  m->replay = SIM_REPLAY_FULL;
 }
 
 int sim_same_node(const sim_model_t *m, int a, int b) {
@@ -57,7 +59,7 @@ static int stream_index(sim_rank_t *r, int *slot_of, int peer, int send) {
 }
 
 static void stream_init(sim_stream_t *st, int peer, int send) {
-  st->peer = peer;
+  st->peer = st->gpeer = peer;
   st->is_send = send;
   st->match = -1;
   st->waiting = -1;
@@ -280,8 +282,10 @@ static int find_stream(const unsigned long long *keys, int n, int peer, int send
 }
 
 /* Every stream needs its opposite end on the peer, carrying as many messages. Each rank's
- * streams are sorted by peer once, so pairing costs O(streams log streams). */
-static weft_result_t pair_streams(sim_world_t *w) {
+ * streams are sorted by peer once, so pairing costs O(streams log streams). In a symmetric
+ * replay both ends must also follow one kind of map; where they do not, or do not pair, *paired
+ * = 0 and the call is replayed in full (which names what disagrees, if anything does). */
+static weft_result_t pair_streams(sim_world_t *w, int *paired) {
   unsigned long long **order = calloc((size_t)w->nranks, sizeof *order);
   weft_result_t res =
       order ? WEFT_SUCCESS : WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory");
@@ -294,23 +298,30 @@ static weft_result_t pair_streams(sim_world_t *w) {
     }
     for (int i = 0; i < rk->nstreams; i++) {
       const sim_stream_t *st = &rk->streams[i];
-      order[r][i] = (unsigned long long)(2 * st->peer + st->is_send) << 32 | (unsigned)i;
+      order[r][i] = (unsigned long long)(2 * st->gpeer + st->is_send) << 32 | (unsigned)i;
     }
     qsort(order[r], (size_t)rk->nstreams, sizeof **order, by_key);
   }
-  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS; r++) {
+  for (int r = 0; r < w->nranks && res == WEFT_SUCCESS && *paired; r++) {
     sim_rank_t *rk = &w->ranks[r];
     for (int i = 0; i < rk->nstreams; i++) {
       sim_stream_t *st = &rk->streams[i];
       sim_rank_t *pk = &w->ranks[st->peer];
-      int k = find_stream(order[st->peer], pk->nstreams, r, !st->is_send);
+      /* Who r is to the peer: in a symmetric replay, the peer's representative receives what r
+       * sends to the peer, from the rank that stands to it as r stands to the peer. */
+      int me = w->symmetric ? sim_sym_unmap(&w->sym, st->symkind, st->gpeer, r) : r;
+      int k = find_stream(order[st->peer], pk->nstreams, me, !st->is_send);
       long theirs = k >= 0 ? pk->streams[k].nmsgs : 0;
       st->match = k;
+      if (w->symmetric && (k < 0 || theirs != st->nmsgs || pk->streams[k].symkind != st->symkind)) {
+        *paired = 0;
+        break;
+      }
       if (theirs != st->nmsgs) {
         res = WEFT_ERR(WEFT_ERR_INTERNAL,
                        "schedules disagree: rank %d %s %ld messages %s rank %d, which %s %ld", r,
                        st->is_send ? "sends" : "receives", st->nmsgs, st->is_send ? "to" : "from",
-                       st->peer, st->is_send ? "receives" : "sends", theirs);
+                       st->gpeer, st->is_send ? "receives" : "sends", theirs);
         break;
       }
     }
@@ -346,16 +357,16 @@ static weft_result_t check_call(const sim_call_t *c) {
   return WEFT_SUCCESS;
 }
 
-/* What building streams needs for any number of ranks. */
-static weft_result_t prepare(sim_world_t *w) {
+/* What building streams needs for any number of ranks, peers among `p`. */
+static weft_result_t prepare(sim_world_t *w, int p) {
   /* executor.c: barriers move bytes (esize 1), everything else elements of the dtype. */
   w->slice_elems = w->m->slice_bytes / w->esize ? w->m->slice_bytes / w->esize : 1;
-  w->slot_of = malloc(sizeof(int) * 2 * (size_t)w->nranks);
+  w->slot_of = malloc(sizeof(int) * 2 * (size_t)p);
   w->dirty_list = malloc(sizeof(int) * (size_t)w->nranks);
   w->unsorted_list = malloc(sizeof(int) * (size_t)w->nranks);
   if (!w->slot_of || !w->dirty_list || !w->unsorted_list)
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", w->nranks);
-  for (int i = 0; i < 2 * w->nranks; i++) w->slot_of[i] = -1;
+  for (int i = 0; i < 2 * p; i++) w->slot_of[i] = -1;
   return WEFT_SUCCESS;
 }
 
@@ -375,7 +386,7 @@ weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_ca
   WEFT_CHECK(check_call(c));
   WEFT_CHECK(alloc_ranks(w, m, c->nranks));
   w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
-  WEFT_CHECK(prepare(w));
+  WEFT_CHECK(prepare(w, w->nranks));
   call_args_t ca;
   WEFT_CHECK(call_args_init(&ca, m, c));
   /* One rank's schedule at a time: only its compact form (sim_op_t) stays. */
@@ -388,19 +399,133 @@ weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_ca
     sched_free(&s);
   }
   call_args_free(&ca);
-  return res == WEFT_SUCCESS ? pair_streams(w) : res;
+  int paired = 1;
+  return res == WEFT_SUCCESS ? pair_streams(w, &paired) : res;
+}
+
+/* Builds rank r's schedule into `s` (sched_free'd by the caller) and, for a representative,
+ * its record in w, whose streams may follow any kind of map g admits until checks narrow it. */
+static weft_result_t build_rank(sim_world_t *w, const call_args_t *ca, const sim_call_t *c,
+                                const sim_sym_t *g, int r, schedule_t *s) {
+  sched_init(s, 0, 0);
+  WEFT_CHECK(build_schedule(s, ca, c, r));
+  if (r >= w->nranks) return WEFT_SUCCESS;
+  WEFT_CHECK(build_streams(w, r, s));
+  for (int i = 0; i < w->ranks[r].nstreams; i++)
+    w->ranks[r].streams[i].symkind = (unsigned char)g->kinds;
+  return WEFT_SUCCESS;
+}
+
+/* The stream of each op of `s` (-1: a local one) and of its call description, numbered as
+ * build_streams numbers them, without building them; slot_of is all -1 again after. */
+static void number_streams(sim_world_t *w, const schedule_t *s, int *streams, int *hdr_out,
+                           int *hdr_in) {
+  sim_rank_t count = {0};
+  int hdr_to = w->m->headers ? s->hdr_to : -1, hdr_from = w->m->headers ? s->hdr_from : -1;
+  *hdr_out = hdr_to >= 0 ? stream_index(&count, w->slot_of, hdr_to, 1) : -1;
+  *hdr_in = hdr_from >= 0 ? stream_index(&count, w->slot_of, hdr_from, 0) : -1;
+  for (int i = 0; i < s->nops; i++)
+    streams[i] = sched_is_local(s->ops[i].kind)
+                     ? -1
+                     : stream_index(&count, w->slot_of, s->ops[i].peer, is_send(s->ops[i].kind));
+  if (hdr_to >= 0) w->slot_of[2 * hdr_to + 1] = -1;
+  if (hdr_from >= 0) w->slot_of[2 * hdr_from] = -1;
+  for (int i = 0; i < s->nops; i++)
+    if (streams[i] >= 0) w->slot_of[2 * s->ops[i].peer + is_send(s->ops[i].kind)] = -1;
+}
+
+/* Whether rank r's schedule is its representative's under g (sim_sym_matches); builds it, and
+ * frees it before returning, so that one schedule lives at a time. */
+static weft_result_t check_rank(sim_world_t *w, const call_args_t *ca, const sim_call_t *c,
+                                const sim_sym_t *g, int r, int *ok) {
+  schedule_t s;
+  *ok = 0;
+  weft_result_t res = build_rank(w, ca, c, g, r, &s);
+  int *streams = malloc(sizeof(int) * (size_t)(s.nops ? s.nops : 1));
+  if (res == WEFT_SUCCESS && !streams)
+    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory checking rank %d", r);
+  if (res == WEFT_SUCCESS) {
+    int hdr_out, hdr_in;
+    number_streams(w, &s, streams, &hdr_out, &hdr_in);
+    *ok = sim_sym_matches(g, w->m, &w->ranks[sim_sym_rep(g, r)], &s, r, streams, hdr_out, hdr_in);
+  }
+  free(streams);
+  sched_free(&s);
+  return res;
+}
+
+/* Builds ranks 0..d-1 of g into w and checks every other rank against them, one schedule at a
+ * time: time linear in the call's ops, memory in the representatives'. Rank d is checked right
+ * after rank 0, before the other representatives are built, so that most calls without the
+ * symmetry cost two schedules. *ok = 0 where a rank differs (w is then to be freed). */
+static weft_result_t try_symmetry(sim_world_t *w, const sim_model_t *m, const sim_call_t *c,
+                                  const call_args_t *ca, const sim_sym_t *g, int *ok) {
+  *ok = 0;
+  WEFT_CHECK(alloc_ranks(w, m, g->d));
+  w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
+  WEFT_CHECK(prepare(w, c->nranks));
+  if (!(w->started = malloc(sizeof(int) * (size_t)g->d)))
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", g->d);
+  int same = 0;
+  for (int r = 0; r < g->d; r++) {
+    schedule_t s;
+    weft_result_t res = build_rank(w, ca, c, g, r, &s);
+    sched_free(&s);
+    WEFT_CHECK(res);
+    if (r == 0) {
+      WEFT_CHECK(check_rank(w, ca, c, g, g->d, &same));
+      if (!same) return WEFT_SUCCESS;
+    }
+  }
+  for (int r = g->d + 1; r < c->nranks; r++) {
+    WEFT_CHECK(check_rank(w, ca, c, g, r, &same));
+    if (!same) return WEFT_SUCCESS;
+  }
+  /* Every rank checked: each stream takes a kind that fitted every rank (rotations where both
+   * did), and names its peer's representative; pair_streams pairs them across the maps. */
+  for (int r = 0; r < g->d; r++)
+    for (int i = 0; i < w->ranks[r].nstreams; i++) {
+      sim_stream_t *st = &w->ranks[r].streams[i];
+      st->symkind = st->symkind & SIM_SYM_ROTATE ? SIM_SYM_ROTATE : SIM_SYM_XOR;
+      st->peer = sim_sym_rep(g, st->gpeer);
+    }
+  w->symmetric = 1;
+  w->sym = *g;
+  *ok = 1;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t sim_world_build_symmetric(sim_world_t *w, const sim_model_t *m, const sim_call_t *c,
+                                        int *found) {
+  memset(w, 0, sizeof *w);
+  *found = 0;
+  WEFT_CHECK(check_call(c));
+  sim_sym_t cand[64];
+  int n = sim_sym_candidates(m, c->nranks, cand, 64);
+  if (n == 0) return WEFT_SUCCESS;
+  call_args_t ca;
+  WEFT_CHECK(call_args_init(&ca, m, c));
+  weft_result_t res = WEFT_SUCCESS;
+  for (int i = 0; i < n && res == WEFT_SUCCESS && !*found; i++) {
+    res = try_symmetry(w, m, c, &ca, &cand[i], found);
+    if (res == WEFT_SUCCESS && *found) res = pair_streams(w, found);
+    if (res != WEFT_SUCCESS || !*found) sim_world_free(w);
+  }
+  call_args_free(&ca);
+  return res;
 }
 
 weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
                                const schedule_t *scheds) {
   WEFT_CHECK(alloc_ranks(w, m, nranks));
   w->esize = esize ? esize : 1;
-  WEFT_CHECK(prepare(w));
+  WEFT_CHECK(prepare(w, w->nranks));
   for (int r = 0; r < nranks; r++) {
     WEFT_CHECK(sched_validate(&scheds[r], nranks));
     WEFT_CHECK(build_streams(w, r, &scheds[r]));
   }
-  return pair_streams(w);
+  int paired = 1;
+  return pair_streams(w, &paired);
 }
 
 void sim_world_free(sim_world_t *w) {
@@ -423,9 +548,11 @@ void sim_world_free(sim_world_t *w) {
   free(w->dirty_list);
   free(w->unsorted_list);
   free(w->slot_of);
+  free(w->started);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
   w->dirty_list = NULL;
   w->unsorted_list = NULL;
   w->slot_of = NULL;
+  w->started = NULL;
 }

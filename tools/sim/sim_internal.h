@@ -19,6 +19,10 @@ typedef struct {
 
 typedef struct {
   int peer, is_send;
+  /* peer is the index in sim_world_t's ranks; gpeer the rank among all of the call's. They
+   * differ only in a symmetric replay (sim_symmetry.h), where peer is gpeer's representative. */
+  int gpeer;
+  unsigned char symkind; /* symmetric replay: the kind of map its peer follows (sim_sym_t) */
   int hdr;        /* the call description still has to start on this stream */
   int *ops, nops; /* schedule indices in stream order (a part of the rank's stream_ops) */
   int cur;        /* ops[cur] holds the next slice to start */
@@ -103,6 +107,13 @@ typedef struct {
   sim_task_t *tasks; /* FIFO ring of task_cap */
   int task_head, task_count, task_cap;
   double end; /* when this rank last finished something */
+  /* Symmetric replay: the round (try_start's epoch) in which this rank last started a message,
+   * and that message's wait key. */
+  unsigned out_epoch;
+  sim_wait_t out_key;
+  /* The last task handed to the CPU: when, and in which event (sim_world_t's nevents + 1). */
+  double push_t;
+  long push_ev;
   int dirty;  /* something changed here since the last try_start (then it is in dirty_list) */
 } sim_rank_t;
 
@@ -123,9 +134,24 @@ typedef struct {
   long n, cap, seq;
 } sim_heap_t;
 
+/* Rank maps (sim_symmetry.h): rotations by multiples of d, and for p and d powers of two XOR
+ * by them; each of a representative's streams follows one kind (sim_stream_t's symkind). */
+enum { SIM_SYM_ROTATE = 1, SIM_SYM_XOR = 2 };
+
+typedef struct {
+  int p, d;       /* ranks; representatives 0..d-1 */
+  unsigned kinds; /* the kinds of maps the model admits for this d */
+} sim_sym_t;
+
 typedef struct {
   const sim_model_t *m;
-  int nranks;
+  int nranks; /* ranks replayed: the call's, or its representatives' in a symmetric replay */
+  /* A symmetric replay: only ranks 0..sym.d-1 of sym.p are replayed. `tie` is set when the
+   * replay met an order decided by rank numbers, which the representatives may decide otherwise
+   * than the full replay: the call is then replayed in full. */
+  int symmetric, tie;
+  sim_sym_t sym;
+  int *started, nstarted; /* symmetric replay: the ranks that started a message this round */
   size_t esize, slice_elems;
   sim_rank_t *ranks;
   sim_heap_t heap;
@@ -137,6 +163,7 @@ typedef struct {
   sim_trace_fn trace;
   void *trace_arg;
   sim_result_t res;
+  long nevents;       /* events handled so far */
   struct simnet *net; /* network mode (sim_net.h); NULL: the two ports per rank */
 } sim_world_t;
 
@@ -145,6 +172,10 @@ typedef struct simnet simnet_t;
 /* Builds every rank's schedule and streams; checks that the two ends of each pair of streams
  * carry the same number of messages. sim_world_free is safe after a failed build. */
 weft_result_t sim_world_build(sim_world_t *w, const sim_model_t *m, const sim_call_t *call);
+/* The same for ranks 0..d-1 only, where the call has a symmetry (sim_symmetry.h) that every
+ * rank's schedule verifies; *found = 0 (and nothing built) where none does. */
+weft_result_t sim_world_build_symmetric(sim_world_t *w, const sim_model_t *m,
+                                        const sim_call_t *call, int *found);
 /* The same over schedules built elsewhere, which stay the caller's. */
 weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks, size_t esize,
                                const schedule_t *scheds);

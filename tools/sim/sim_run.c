@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
 #include "tools/sim/sim_net.h"
+#include "tools/sim/sim_symmetry.h"
 
 /* A walk along one free port's wait list during a round: `at` is its next live entry whose
  * other port is free too, `key` a copy of it. */
@@ -147,6 +148,11 @@ static weft_result_t cpu_kick(sim_world_t *w, int rank) {
 
 static weft_result_t cpu_push(sim_world_t *w, int rank, sim_task_t t) {
   sim_rank_t *r = &w->ranks[rank];
+  /* Tasks that become ready at one instant in different events queue in the events' order,
+   * which the full replay sets by rank numbers: a symmetric replay cannot vouch for it. */
+  if (w->symmetric && r->push_ev && r->push_t == w->now && r->push_ev != w->nevents + 1) w->tie = 1;
+  r->push_t = w->now;
+  r->push_ev = w->nevents + 1;
   if (r->task_count == r->task_cap) {
     int cap = r->task_cap ? 2 * r->task_cap : 16;
     sim_task_t *v = malloc(sizeof *v * (size_t)cap);
@@ -224,13 +230,14 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   in->count++;
   advance(s, out);
   advance(d, in);
+  if (w->symmetric) sim_sym_started(w, from, (sim_wait_t){out->waiting, from, si, out->wserial});
   if (out->waiting >= 0) s->out_wait.live--, d->in_wait.live--; /* their entries are dead now */
   out->waiting = -1;
   touch(w, from, si);
   if (!w->net) s->out_busy = d->in_busy = 1; /* network mode has no ports: links (sim_net.c) */
   w->res.messages++;
   w->res.bytes += bytes;
-  w->res.cross_node += !sim_same_node(w->m, from, out->peer);
+  w->res.cross_node += !sim_same_node(w->m, from, out->gpeer);
   return sim_xfer_schedule(w, from, si, dslot, bytes);
 }
 
@@ -240,7 +247,7 @@ weft_result_t sim_xfer_schedule(sim_world_t *w, int from, int si, int dslot, dou
   out->xfer_start = w->now;
   out->xfer_bytes = bytes;
   if (w->net) return simnet_start(w, from, si, bytes); /* a flow on its route instead */
-  return sim_xfer_move(w, from, si, w->now + sim_link_time(w->m, from, out->peer, bytes));
+  return sim_xfer_move(w, from, si, w->now + sim_link_time(w->m, from, out->gpeer, bytes));
 }
 
 weft_result_t sim_xfer_move(sim_world_t *w, int from, int si, double end) {
@@ -465,6 +472,7 @@ static weft_result_t try_start(sim_world_t *w, iters_t *h) {
     it.at++;
     WEFT_CHECK(iter_next(w, h, it));
   }
+  if (w->symmetric) sim_sym_check_round(w);
   return WEFT_SUCCESS;
 }
 
@@ -552,8 +560,9 @@ static weft_result_t run(sim_world_t *w) {
   }
   if (res == WEFT_SUCCESS) res = try_start(w, &c);
   sim_event_t e;
-  while (res == WEFT_SUCCESS && sim_heap_pop(&w->heap, &e)) {
+  while (res == WEFT_SUCCESS && !w->tie && sim_heap_pop(&w->heap, &e)) {
     w->now = e.t;
+    w->nevents++;
     if (e.kind == SIM_EV_XFER)
       res = on_xfer(w, &e);
     else
@@ -562,22 +571,31 @@ static weft_result_t run(sim_world_t *w) {
     if (res == WEFT_SUCCESS && (w->heap.n == 0 || w->heap.ev[0].t > w->now)) res = try_start(w, &c);
   }
   free(c.v);
-  return res == WEFT_SUCCESS ? check_finished(w) : res;
+  return res == WEFT_SUCCESS && !w->tie ? check_finished(w) : res;
 }
 
-/* Runs a built world and frees it. */
+/* Runs a built world and frees it; *tie: a symmetric replay met a tie (out is then unset). */
 static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trace, void *trace_arg,
-                            sim_result_t *out) {
+                            sim_result_t *out, int *tie) {
   w->trace = trace;
   w->trace_arg = trace_arg;
   if (res == WEFT_SUCCESS) res = simnet_create(w);
   if (res == WEFT_SUCCESS) res = run(w);
   simnet_free(w);
-  if (res == WEFT_SUCCESS) {
+  *tie = w->tie;
+  if (res == WEFT_SUCCESS && !w->tie) {
     *out = w->res;
     out->time = 0;
     for (int q = 0; q < w->nranks; q++)
       if (w->ranks[q].end > out->time) out->time = w->ranks[q].end;
+    out->replayed = w->nranks;
+    if (w->symmetric) {
+      /* Every rank's counts are its representative's (sim_symmetry.h). */
+      long k = w->sym.p / w->sym.d;
+      out->messages *= k;
+      out->bytes *= (double)k;
+      out->cross_node *= k;
+    }
   }
   sim_world_free(w);
   return res;
@@ -586,14 +604,25 @@ static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trac
 weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn trace,
                       void *trace_arg, sim_result_t *out) {
   sim_world_t w;
+  int found = 0, tie = 0;
+  /* One rank per symmetry class where the call has a symmetry; a tie the representatives may
+   * break otherwise than the full replay sends the call to the full replay. */
+  if (m->replay == SIM_REPLAY_AUTO && !m->topo && !trace) {
+    weft_result_t res = sim_world_build_symmetric(&w, m, call, &found);
+    if (res != WEFT_SUCCESS || found) {
+      res = finish(&w, res, trace, trace_arg, out, &tie);
+      if (res != WEFT_SUCCESS || !tie) return res;
+    }
+  }
   weft_result_t res = sim_world_build(&w, m, call);
-  return finish(&w, res, trace, trace_arg, out);
+  return finish(&w, res, trace, trace_arg, out, &tie);
 }
 
 weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
                                 const schedule_t *scheds, sim_trace_fn trace, void *trace_arg,
                                 sim_result_t *out) {
   sim_world_t w;
+  int tie;
   weft_result_t res = sim_world_borrow(&w, m, nranks, esize, scheds);
-  return finish(&w, res, trace, trace_arg, out);
+  return finish(&w, res, trace, trace_arg, out, &tie);
 }
