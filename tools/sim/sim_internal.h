@@ -23,6 +23,7 @@ typedef struct {
    * differ only in a symmetric replay (sim_symmetry.h), where peer is gpeer's representative. */
   int gpeer;
   unsigned char symkind; /* symmetric replay: the kind of map its peer follows (sim_sym_t) */
+  int symchecked;        /* while checking a symmetry: the last rank whose peer here fitted, + 1 */
   int hdr;        /* the call description still has to start on this stream */
   int *ops, nops; /* schedule indices in stream order (a part of the rank's stream_ops) */
   int cur;        /* ops[cur] holds the next slice to start */

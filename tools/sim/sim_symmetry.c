@@ -36,6 +36,9 @@ int sim_sym_unmap(const sim_sym_t *g, unsigned kind, int b, int x) {
 static int fit_peer(const sim_sym_t *g, const sim_model_t *m, sim_rank_t *rep, int si, int r,
                     int peer) {
   sim_stream_t *st = &rep->streams[si];
+  /* The streams are numbered alike (checked first), so every op of a stream has one peer. */
+  if (st->symchecked == r + 1) return 1;
+  st->symchecked = r + 1;
   unsigned left = 0;
   for (unsigned k = SIM_SYM_ROTATE; k <= SIM_SYM_XOR; k <<= 1)
     if ((st->symkind & k) && sim_sym_map(g, k, r, st->peer) == peer) left |= k;
