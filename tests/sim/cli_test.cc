@@ -95,6 +95,16 @@ TEST(CliTest, EveryFlag) {
   EXPECT_EQ(p.o.model.headers, 0);
 }
 
+// --replay: the symmetric replay unless told otherwise; a wrong value is named.
+TEST(CliTest, Replay) {
+  EXPECT_EQ(Parse({}).o.model.replay, SIM_REPLAY_AUTO);
+  EXPECT_EQ(Parse({"--replay", "full"}).o.model.replay, SIM_REPLAY_FULL);
+  EXPECT_EQ(Parse({"--replay=auto"}).o.model.replay, SIM_REPLAY_AUTO);
+  Parsed p = Parse({"--replay", "half"});
+  EXPECT_EQ(p.rc, SIMCLI_ERROR);
+  EXPECT_NE(p.err.find("--replay: unknown replay 'half' (full auto)"), std::string::npos) << p.err;
+}
+
 TEST(CliTest, InterNodeValuesDefaultToIntraNode) {
   Parsed p = Parse({"--alpha", "1e-6", "--beta", "2e-10", "--ranks-per-node", "2"});
   ASSERT_EQ(p.rc, SIMCLI_OK) << p.err;
