@@ -416,24 +416,6 @@ static weft_result_t build_rank(sim_world_t *w, const call_args_t *ca, const sim
   return WEFT_SUCCESS;
 }
 
-/* The stream of each op of `s` (-1: a local one) and of its call description, numbered as
- * build_streams numbers them, without building them; slot_of is all -1 again after. */
-static void number_streams(sim_world_t *w, const schedule_t *s, int *streams, int *hdr_out,
-                           int *hdr_in) {
-  sim_rank_t count = {0};
-  int hdr_to = w->m->headers ? s->hdr_to : -1, hdr_from = w->m->headers ? s->hdr_from : -1;
-  *hdr_out = hdr_to >= 0 ? stream_index(&count, w->slot_of, hdr_to, 1) : -1;
-  *hdr_in = hdr_from >= 0 ? stream_index(&count, w->slot_of, hdr_from, 0) : -1;
-  for (int i = 0; i < s->nops; i++)
-    streams[i] = sched_is_local(s->ops[i].kind)
-                     ? -1
-                     : stream_index(&count, w->slot_of, s->ops[i].peer, is_send(s->ops[i].kind));
-  if (hdr_to >= 0) w->slot_of[2 * hdr_to + 1] = -1;
-  if (hdr_from >= 0) w->slot_of[2 * hdr_from] = -1;
-  for (int i = 0; i < s->nops; i++)
-    if (streams[i] >= 0) w->slot_of[2 * s->ops[i].peer + is_send(s->ops[i].kind)] = -1;
-}
-
 /* Whether rank r's schedule is its representative's under g (sim_sym_matches); builds it, and
  * frees it before returning, so that one schedule lives at a time. */
 static weft_result_t check_rank(sim_world_t *w, const call_args_t *ca, const sim_call_t *c,
@@ -441,15 +423,8 @@ static weft_result_t check_rank(sim_world_t *w, const call_args_t *ca, const sim
   schedule_t s;
   *ok = 0;
   weft_result_t res = build_rank(w, ca, c, g, r, &s);
-  int *streams = malloc(sizeof(int) * (size_t)(s.nops ? s.nops : 1));
-  if (res == WEFT_SUCCESS && !streams)
-    res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory checking rank %d", r);
-  if (res == WEFT_SUCCESS) {
-    int hdr_out, hdr_in;
-    number_streams(w, &s, streams, &hdr_out, &hdr_in);
-    *ok = sim_sym_matches(g, w->m, &w->ranks[sim_sym_rep(g, r)], &s, r, streams, hdr_out, hdr_in);
-  }
-  free(streams);
+  if (res == WEFT_SUCCESS)
+    *ok = sim_sym_matches(g, w->m, &w->ranks[sim_sym_rep(g, r)], &s, r, w->sym_owner);
   sched_free(&s);
   return res;
 }
@@ -464,7 +439,8 @@ static weft_result_t try_symmetry(sim_world_t *w, const sim_model_t *m, const si
   WEFT_CHECK(alloc_ranks(w, m, g->d));
   w->esize = c->coll == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(c->dtype);
   WEFT_CHECK(prepare(w, c->nranks));
-  if (!(w->started = malloc(sizeof(int) * (size_t)g->d)))
+  w->sym_owner = calloc(2 * (size_t)c->nranks, sizeof(int));
+  if (!(w->started = malloc(sizeof(int) * (size_t)g->d)) || !w->sym_owner)
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "weft-sim: out of memory for %d ranks", g->d);
   int same = 0;
   for (int r = 0; r < g->d; r++) {
@@ -549,10 +525,12 @@ void sim_world_free(sim_world_t *w) {
   free(w->unsorted_list);
   free(w->slot_of);
   free(w->started);
+  free(w->sym_owner);
   sim_heap_free(&w->heap);
   w->ranks = NULL;
   w->dirty_list = NULL;
   w->unsorted_list = NULL;
   w->slot_of = NULL;
   w->started = NULL;
+  w->sym_owner = NULL;
 }

@@ -23,7 +23,8 @@ typedef struct {
    * differ only in a symmetric replay (sim_symmetry.h), where peer is gpeer's representative. */
   int gpeer;
   unsigned char symkind; /* symmetric replay: the kind of map its peer follows (sim_sym_t) */
-  int symchecked;        /* while checking a symmetry: the last rank whose peer here fitted, + 1 */
+  int symchecked, sympeer; /* while checking a symmetry: the last rank checked here + 1, and
+                              its peer on this stream */
   int hdr;        /* the call description still has to start on this stream */
   int *ops, nops; /* schedule indices in stream order (a part of the rank's stream_ops) */
   int cur;        /* ops[cur] holds the next slice to start */
@@ -153,6 +154,7 @@ typedef struct {
   int symmetric, tie;
   sim_sym_t sym;
   int *started, nstarted; /* symmetric replay: the ranks that started a message this round */
+  int *sym_owner;         /* while checking a symmetry: sim_sym_matches' owner */
   size_t esize, slice_elems;
   sim_rank_t *ranks;
   sim_heap_t heap;

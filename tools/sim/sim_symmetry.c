@@ -31,14 +31,20 @@ int sim_sym_unmap(const sim_sym_t *g, unsigned kind, int b, int x) {
   return (int)(((long)x - t + g->p) % g->p);
 }
 
-/* Narrows the kinds of rep's stream `si` to those that move its peer onto `peer` for rank r,
- * with the same link; 0 when none is left. */
+/* Op or call description of rank r on rep's stream `si` goes to (or comes from) `peer`. The
+ * first time in r's check, the stream's kinds narrow to those that move its peer onto `peer`
+ * with the same link, and r's stream to `peer` is claimed in owner[] (2 * peer + is_send: r + 1)
+ * so that no other stream of rep maps onto it; later ones must name the same peer. 0: r's
+ * schedule is not rep's. */
 static int fit_peer(const sim_sym_t *g, const sim_model_t *m, sim_rank_t *rep, int si, int r,
-                    int peer) {
+                    int peer, int *owner) {
   sim_stream_t *st = &rep->streams[si];
-  /* The streams are numbered alike (checked first), so every op of a stream has one peer. */
-  if (st->symchecked == r + 1) return 1;
+  if (st->symchecked == r + 1) return peer == st->sympeer;
+  int *slot = &owner[2 * peer + st->is_send];
+  if (*slot == r + 1) return 0; /* two of rep's streams onto one of r's */
+  *slot = r + 1;
   st->symchecked = r + 1;
+  st->sympeer = peer;
   unsigned left = 0;
   for (unsigned k = SIM_SYM_ROTATE; k <= SIM_SYM_XOR; k <<= 1)
     if ((st->symkind & k) && sim_sym_map(g, k, r, st->peer) == peer) left |= k;
@@ -55,21 +61,24 @@ static int hdr_stream(const sim_rank_t *rep, int send) {
 }
 
 int sim_sym_matches(const sim_sym_t *g, const sim_model_t *m, sim_rank_t *rep, const schedule_t *s,
-                    int r, const int *streams, int hdr_out, int hdr_in) {
-  if (s->nops != rep->nops || hdr_out != hdr_stream(rep, 1) || hdr_in != hdr_stream(rep, 0))
-    return 0;
-  if (hdr_out >= 0 && !fit_peer(g, m, rep, hdr_out, r, s->hdr_to)) return 0;
-  if (hdr_in >= 0 && !fit_peer(g, m, rep, hdr_in, r, s->hdr_from)) return 0;
+                    int r, int *owner) {
+  if (s->nops != rep->nops) return 0;
+  int hdr_out = hdr_stream(rep, 1), hdr_in = hdr_stream(rep, 0);
+  int hdr_to = m->headers ? s->hdr_to : -1, hdr_from = m->headers ? s->hdr_from : -1;
+  if ((hdr_to >= 0) != (hdr_out >= 0) || (hdr_from >= 0) != (hdr_in >= 0)) return 0;
+  if (hdr_out >= 0 && !fit_peer(g, m, rep, hdr_out, r, hdr_to, owner)) return 0;
+  if (hdr_in >= 0 && !fit_peer(g, m, rep, hdr_in, r, hdr_from, owner)) return 0;
   int more = 0; /* the next of rep's further dependencies, in op order */
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     const sim_op_t *o = &rep->ops[i];
     if ((unsigned char)op->kind != o->kind || op->count != o->count || op->dep != o->dep ||
         (op->dep_whole != 0) != o->dep_whole || op->step != o->step ||
-        (op->agree.on != 0) != o->agree || (op->nmore > 0) != o->has_more ||
-        streams[i] != o->stream)
+        (op->agree.on != 0) != o->agree || (op->nmore > 0) != o->has_more)
       return 0;
-    if (o->stream >= 0 && !fit_peer(g, m, rep, o->stream, r, op->peer)) return 0;
+    /* The same kind, so the same direction; one peer per stream and one stream per peer (fit_peer)
+     * make r's streams, numbered in first-use order, rep's. */
+    if (o->stream >= 0 && !fit_peer(g, m, rep, o->stream, r, op->peer, owner)) return 0;
     for (int k = 0; k < op->nmore; k++, more++) {
       sched_dep_t d = s->deps[op->more_deps + k];
       if (more >= rep->nmore || rep->more_by_op[more].op != i ||

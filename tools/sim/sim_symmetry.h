@@ -30,15 +30,15 @@ int sim_sym_map(const sim_sym_t *g, unsigned kind, int b, int x);
 /* g_b^-1(x): who x is, as seen from rep(b), for rank b. */
 int sim_sym_unmap(const sim_sym_t *g, unsigned kind, int b, int x);
 
-/* Whether schedule `s` of rank `r`, whose ops fall in streams `streams` (per op, -1 for local
- * ones; hdr_out and hdr_in: its call description's streams, -1: none) as sim_build.c numbers
- * them, is its representative's (the built record `rep`, whose streams' peers are still global):
- * op for op the same kind, count, dependencies (further ones too), step and agreement flag, the
- * same stream numbers, and every stream's peer moved by g_r of a kind the stream's symkind still
- * allows, which is narrowed to those that fit; the link to the peer the same (sim_same_node).
- * Buffers and offsets may differ: the engine does not read them. */
+/* Whether schedule `s` of rank `r` is its representative's (the built record `rep`, whose
+ * streams' peers are still global): op for op the same kind, count, dependencies (further ones
+ * too), step and agreement flag; every stream's peer, the call description's too, moved by g_r
+ * of a kind the stream's symkind still allows (narrowed to those that fit) onto one peer of r,
+ * a different one for each stream, with the same link (sim_same_node): then r's streams are
+ * numbered as rep's. `owner`: 2p ints, none equal to r + 1 before the call. Buffers and offsets
+ * may differ: the engine does not read them. */
 int sim_sym_matches(const sim_sym_t *g, const sim_model_t *m, sim_rank_t *rep, const schedule_t *s,
-                    int r, const int *streams, int hdr_out, int hdr_in);
+                    int r, int *owner);
 
 /* The replay's one order by rank numbers that a symmetric replay must vouch for: in a round,
  * pairs that wait for ports start first-come first-served, ties by the sender's rank. Pairs of
