@@ -32,7 +32,9 @@
  *   the price is ~44 bytes per op of the whole call: fine for the trees and Rabenseifner
  *   (O(log p) ops a rank), but a ring all-reduce has 4(p-1) ops a rank, ~1.07e9 at 16,384 ranks
  *   (~47 GB). Going past that needs builders that can emit op i of a rank on demand, so that the
- *   engine keeps a window of live ops per stream; not done yet.
+ *   engine keeps a window of live ops per stream; not done yet. Where a call is symmetric
+ *   (sim_symmetry.h, SIM_REPLAY_AUTO), only one rank per class is kept and replayed: every
+ *   rank's schedule is still built and checked, one at a time, which then sets the time.
  * - Time: per message, one event (O(log n) heap on n pending events, no allocation per event)
  *   and bookkeeping for what changed: a round at one instant looks only at the streams whose
  *   state changed, and starts messages by merging the first-come first-served wait lists of the
