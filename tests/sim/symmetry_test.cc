@@ -13,7 +13,7 @@ sim_model_t NodesModel(int rpn, int replay) {
   m.ranks_per_node = rpn;
   m.inter_alpha = 3 * m.alpha;
   m.inter_beta = 2.5 * m.beta;
-  m.beta_mem = 0.5 * m.beta; // copies take CPU time too
+  m.beta_mem = 0.5 * m.beta;  // copies take CPU time too
   m.replay = replay;
   return m;
 }

@@ -22,7 +22,7 @@ typedef struct {
   /* peer is the index in sim_world_t's ranks; gpeer the rank among all of the call's. They
    * differ only in a symmetric replay (sim_symmetry.h), where peer is gpeer's representative. */
   int gpeer;
-  unsigned char symkind; /* symmetric replay: the kind of map its peer follows (sim_sym_t) */
+  unsigned char symkind;   /* symmetric replay: the kind of map its peer follows (sim_sym_t) */
   int symchecked, sympeer; /* while checking a symmetry: the last rank checked here + 1, and
                               its peer on this stream */
   int hdr;        /* the call description still has to start on this stream */
