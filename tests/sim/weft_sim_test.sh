@@ -26,4 +26,14 @@ for step in desc recv-reduce-send recv-reduce-copy-send recv-copy-send recv-copy
   grep -q " us  $step\$" <<<"$out" || fail "--trace shows no $step message: $out"
 done
 ! grep -q " us  recv-reduce\$" <<<"$out" || fail "a fused ring has no plain recv-reduce: $out"
+# --replay auto (the default) prints the full replay's table, character for character.
+for coll in all_reduce all_gather all_to_all; do
+  args=(-C "$coll" -A all -p 16 --ranks-per-node 4 --inter-alpha 9e-5 -b 1K -e 4M -f 4)
+  full=$("$sim" "${args[@]}" --replay full) || fail "--replay full: $full"
+  auto=$("$sim" "${args[@]}") || fail "--replay auto: $auto"
+  [ "$full" == "$auto" ] || fail "$coll: --replay auto differs from full: $auto vs $full"
+done
+out=$("$sim" --replay half 2>&1)
+[ $? -eq 2 ] || fail "--replay half should exit 2"
+grep -q "unknown replay 'half'" <<<"$out" || fail "--replay half should be named: $out"
 echo PASS
