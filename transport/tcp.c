@@ -488,6 +488,44 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   return WEFT_SUCCESS;
 }
 
+/* A message shorter than a stripe goes whole on the lane the striping rule gives the next one,
+ * so its bytes can be read there without taking them (MSG_PEEK). */
+static weft_result_t tcp_peek_recv(conn_t *base, void *buf, size_t len, int *state) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  *state = TRANSPORT_PEEK_EMPTY;
+  if (len == 0 || len >= (size_t)STRIPE_MIN_PART)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "peek of %zu bytes from rank %d: must be 1..%d bytes", len,
+                    base->peer, STRIPE_MIN_PART - 1);
+  for (int i = 0; i < c->nlanes; i++)
+    if (c->lanes[i].recv_head) return WEFT_SUCCESS;
+  lane_t *lane = &c->lanes[c->recv_msgs % (uint64_t)c->nlanes];
+  ssize_t n = recv(lane->fd, buf, len, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) {
+    *state = TRANSPORT_PEEK_CLOSED;
+  } else if (n < 0) {
+    if (errno == ECONNRESET || errno == EPIPE)
+      *state = TRANSPORT_PEEK_CLOSED;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return WEFT_ERR(WEFT_ERR_REMOTE, "receive from rank %d: %s", base->peer, strerror(errno));
+  } else if ((size_t)n == len) {
+    *state = TRANSPORT_PEEK_READY;
+  }
+  return WEFT_SUCCESS;
+}
+
+/* A lower rank that connects to us has sent its hellos to our acceptor: once every lane of it
+ * has been checked, the passive connect finds them all there and returns at once. A higher rank
+ * waits for us to connect, which nothing here can see: *out stays NULL for it. */
+static weft_result_t tcp_connect_pending(transport_t *base, int peer, const void *peer_blob,
+                                         conn_t **out) {
+  tcp_transport_t *t = (tcp_transport_t *)base;
+  *out = NULL;
+  if (peer > t->rank) return WEFT_SUCCESS;
+  WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, 0, NULL));
+  if (tcp_acceptor_arrived(t->acc, peer) < t->nlanes) return WEFT_SUCCESS;
+  return tcp_connect(base, peer, peer_blob, out);
+}
+
 static void tcp_close(conn_t *base, int abortive) {
   tcp_conn_t *c = (tcp_conn_t *)base;
   if (!c) return;
@@ -516,4 +554,6 @@ const transport_ops_t tcp_transport_ops = {
     .close = tcp_close,
     .lend_send = tcp_lend_send,
     .commit_send = tcp_commit_send,
+    .peek_recv = tcp_peek_recv,
+    .connect_pending = tcp_connect_pending,
 };

@@ -1,0 +1,278 @@
+// any_source_test.cc -- receives from WEFT_ANY_SOURCE: several senders racing into one receiver
+// (sources reported, each sender's order kept), tags, a count mismatch, the async form, a dead or
+// silent sender (an error within the timeout), and the refusal inside a larger group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/collectives_mp/rank_body.h"
+#include "tests/harness/mp_harness.h"
+
+namespace {
+
+constexpr int kMsgs = 4;  // per sender
+
+// What sender `rank` puts in its message `msg`: every element names both.
+int32_t stamp(int rank, int msg, size_t i) { return (int32_t)(rank * 100000 + msg * 1000 + i); }
+
+// Every rank but `receiver` sends kMsgs messages of `count` elements to it at once; the receiver
+// takes all of them with weft_recv_any and checks that each reported source matches the data and
+// that each sender's messages come in the order sent. Then a collective still lines up.
+std::string race(int rank, int n, weft_comm_t* comm, int receiver, size_t count) {
+  std::vector<int32_t> buf(count);
+  if (rank != receiver) {
+    for (int msg = 0; msg < kMsgs; msg++) {
+      for (size_t i = 0; i < count; i++) buf[i] = stamp(rank, msg, i);
+      if (weft_send(buf.data(), count, WEFT_INT32, receiver, comm, nullptr) != WEFT_SUCCESS)
+        return weft_last_error();
+    }
+  } else {
+    std::vector<int> next(n, 0);  // per sender: the message expected next
+    for (int k = 0; k < kMsgs * (n - 1); k++) {
+      int source = -1;
+      if (weft_recv_any(buf.data(), count, WEFT_INT32, 0, &source, comm, nullptr) != WEFT_SUCCESS)
+        return "receive " + std::to_string(k) + ": " + weft_last_error();
+      if (source < 0 || source >= n || source == receiver)
+        return "receive " + std::to_string(k) + ": source " + std::to_string(source);
+      for (size_t i = 0; i < count; i++)
+        if (buf[i] != stamp(source, next[source], i))
+          return "receive " + std::to_string(k) + " (count " + std::to_string(count) +
+                 "): reported source " + std::to_string(source) + " message " +
+                 std::to_string(next[source]) + ", but element " + std::to_string(i) + " is " +
+                 std::to_string(buf[i]);
+      next[source]++;
+    }
+  }
+  return check_all_reduce(comm, WEFT_FLOAT32, WEFT_SUM, 64, false);
+}
+
+// Shared memory, receiver 0; TCP, receiver n - 1: every sender then connects to it (a TCP
+// receiver sees only the senders it is connected to, or that connect to it; weft.h).
+TEST(AnySource, SendersRaceIntoOneReceiver) {
+  for (const char* transport : {"shm", "tcp"})
+    for (int n : {2, 3, 4, 5}) {
+      auto res = mp_run(
+          n,
+          [&](int rank, int n, int port) -> std::string {
+            setenv("WEFT_TRANSPORT", transport, 1);
+            weft_comm_t* comm;
+            std::string err = join(rank, n, port, &comm);
+            if (!err.empty()) return err;
+            int receiver = std::string(transport) == "tcp" ? n - 1 : 0;
+            for (size_t count : {(size_t)1, (size_t)3000, (size_t)70000}) {
+              err = race(rank, n, comm, receiver, count);
+              if (!err.empty()) break;
+            }
+            weft_comm_destroy(comm);
+            return err;
+          },
+          60000);
+      EXPECT_EQ(mp_summary(res), "") << transport << ", " << n << " ranks";
+    }
+}
+
+// Rank 1's head message has tag 5 and rank 2's tag 6: a receive of tag 6 takes rank 2's and
+// leaves rank 1's for the receive of tag 5; weft_recv and weft_recv_tagged take WEFT_ANY_SOURCE.
+TEST(AnySource, TagsMatchAndOthersStay) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        int32_t v = rank * 10 + 4 + rank;  // rank 1: 15, rank 2: 26
+        // Rank 1's message lies in its stream to rank 0 before rank 2 sends (a send this small
+        // completes once written there), and a collective may not sync them: p2p traffic still
+        // waiting on a stream would meet the collective's.
+        int32_t go = 0;
+        if (rank == 2 && weft_recv(&go, 1, WEFT_INT32, 1, comm, nullptr) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (rank > 0 &&
+            weft_send_tagged(&v, 1, WEFT_INT32, 0, 4 + rank, comm, nullptr) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (rank == 1 && weft_send(&go, 1, WEFT_INT32, 2, comm, nullptr) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (rank == 2 && weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr) != WEFT_SUCCESS)
+          return weft_last_error();
+        if (rank == 0) {
+          int32_t got = 0;
+          int source = -1;
+          if (weft_recv_any(&got, 1, WEFT_INT32, 6, &source, comm, nullptr) != WEFT_SUCCESS)
+            return weft_last_error();
+          if (source != 2 || got != 26)
+            return "tag 6: source " + std::to_string(source) + ", value " + std::to_string(got);
+          if (weft_recv_tagged(&got, 1, WEFT_INT32, WEFT_ANY_SOURCE, 5, comm, nullptr) !=
+              WEFT_SUCCESS)
+            return weft_last_error();
+          if (got != 15) return "tag 5: value " + std::to_string(got);
+          if (weft_recv(&got, 1, WEFT_INT32, WEFT_ANY_SOURCE, comm, nullptr) != WEFT_SUCCESS)
+            return weft_last_error();
+          if (got != 26) return "tag 0: value " + std::to_string(got);
+        }
+        err = check_all_reduce(comm, WEFT_INT32, WEFT_SUM, 10, true);
+        weft_comm_destroy(comm);
+        return err;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+// A message of another tag is never taken: the receive runs into its timeout, naming it.
+TEST(AnySource, NoMessageOfTheTagTimesOut) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TIMEOUT_MS", "1500", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        int32_t v = 7;
+        if (rank == 1) {
+          if (weft_send_tagged(&v, 1, WEFT_INT32, 0, 3, comm, nullptr) != WEFT_SUCCESS)
+            return weft_last_error();
+          usleep(2500 * 1000);  // stays alive (and connected) past rank 0's timeout
+          weft_comm_abort(comm);
+          return "";
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        int source = -1;
+        weft_result_t r = weft_recv_any(&v, 1, WEFT_INT32, 4, &source, comm, nullptr);
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::string msg = weft_last_error();
+        weft_comm_abort(comm);
+        if (r != WEFT_ERR_TIMEOUT) return "result " + std::to_string(r) + ": " + msg;
+        if (s > 3.0) return "gave up after " + std::to_string(s) + " s";
+        if (msg.find("any source") == std::string::npos || msg.find("tag 4") == std::string::npos)
+          return "unclear message: " + msg;
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+TEST(AnySource, CountMismatchIsReported) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto res = mp_run(
+        2,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          weft_comm_t* comm;
+          std::string err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          std::vector<float> buf(100, 1.0f);
+          int source = -1;
+          weft_result_t r =
+              rank == 1 ? weft_send(buf.data(), 100, WEFT_FLOAT32, 0, comm, nullptr)
+                        : weft_recv_any(buf.data(), 99, WEFT_FLOAT32, 0, &source, comm, nullptr);
+          if (rank == 1) return "";  // the sender may finish before the receiver checks
+          if (r != WEFT_ERR_MISMATCH) return "result " + std::to_string(r);
+          std::string msg = weft_last_error();
+          return msg.find("rank 1 sends 100 elements to rank 0") != std::string::npos &&
+                         msg.find("expects 99") != std::string::npos &&
+                         msg.find("any source") != std::string::npos
+                     ? ""
+                     : "unclear message: " + msg;
+        },
+        60000);
+    EXPECT_EQ(mp_summary(res), "") << transport;
+  }
+}
+
+// The async form: two requests in flight, each learning its source once it completes.
+TEST(AnySource, AsyncReportsSource) {
+  auto res = mp_run(
+      3,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        int64_t v = 1000 + rank;
+        if (rank > 0) {
+          if (weft_send(&v, 1, WEFT_INT64, 0, comm, nullptr) != WEFT_SUCCESS)
+            return weft_last_error();
+        } else {
+          int64_t got[2] = {0, 0};
+          int src[2] = {-1, -1};
+          weft_request_t* req[2];
+          for (int k = 0; k < 2; k++)
+            if (weft_irecv_any(&got[k], 1, WEFT_INT64, 0, &src[k], comm, &req[k]) != WEFT_SUCCESS)
+              return weft_last_error();
+          for (int k = 0; k < 2; k++)
+            if (weft_wait(req[k], -1) != WEFT_SUCCESS) return weft_last_error();
+          if (src[0] == src[1] || got[0] != 1000 + src[0] || got[1] != 1000 + src[1])
+            return "sources " + std::to_string(src[0]) + "," + std::to_string(src[1]) + " values " +
+                   std::to_string(got[0]) + "," + std::to_string(got[1]);
+        }
+        err = check_all_reduce(comm, WEFT_INT64, WEFT_SUM, 5, false);
+        weft_comm_destroy(comm);
+        return err;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+// A sender killed before it sends: with no other rank left the receive fails at once
+// (WEFT_ERR_REMOTE); with a silent one still alive, at its timeout. Never a hang.
+TEST(AnySource, DeadSenderFailsWithinTheTimeout) {
+  for (const char* transport : {"shm", "tcp"})
+    for (int n : {2, 3}) {
+      auto res = mp_run(
+          n,
+          [&](int rank, int n, int port) -> std::string {
+            setenv("WEFT_TRANSPORT", transport, 1);
+            setenv("WEFT_TIMEOUT_MS", "2000", 1);
+            weft_comm_t* comm;
+            std::string err = join(rank, n, port, &comm);
+            if (!err.empty()) return err;
+            if (rank == 1) kill(getpid(), SIGKILL);
+            if (rank == 2) {  // alive and connected, sending nothing
+              usleep(3500 * 1000);
+              weft_comm_abort(comm);
+              return "";
+            }
+            int32_t v = 0;
+            auto t0 = std::chrono::steady_clock::now();
+            weft_result_t r = weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr);
+            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::string msg = weft_last_error();
+            weft_comm_abort(comm);
+            weft_result_t want = n == 2 ? WEFT_ERR_REMOTE : WEFT_ERR_TIMEOUT;
+            if (r != want) return "result " + std::to_string(r) + ": " + msg;
+            if (s > 3.0) return "gave up after " + std::to_string(s) + " s: " + msg;
+            if (msg.find("any source") == std::string::npos) return "unclear message: " + msg;
+            return "";
+          },
+          60000);
+      // Rank 1 is killed on purpose: only the others' results count.
+      res.erase(res.begin() + 1);
+      EXPECT_EQ(mp_summary(res), "") << transport << ", " << n << " ranks";
+    }
+}
+
+TEST(AnySource, RefusedInsideALargerGroup) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        int32_t a = 0, b = 0;
+        weft_p2p_op_t ops[2] = {{WEFT_COLL_SEND, &a, 1, WEFT_INT32, 1 - rank, 0},
+                                {WEFT_COLL_RECV, &b, 1, WEFT_INT32, WEFT_ANY_SOURCE, 0}};
+        weft_result_t r = weft_p2p_group(ops, 2, comm, nullptr);
+        std::string msg = weft_last_error();
+        weft_comm_destroy(comm);
+        if (r != WEFT_ERR_INVALID_ARGUMENT || msg.find("WEFT_ANY_SOURCE") == std::string::npos)
+          return "result " + std::to_string(r) + ": " + msg;
+        return "";
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+}  // namespace
