@@ -306,7 +306,13 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
 
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
-  if (k && k->coll == WEFT_COLL_P2P_GROUP) return comm_p2p_group(c, k->ops, k->nops, k->source);
+  if (k && k->coll == WEFT_COLL_P2P_GROUP) {
+    /* `source` only for a lone receive from any source: callers built before it existed never
+     * make one, and their weft_call_t ends before it. */
+    int lone_any = k->nops == 1 && k->ops && k->ops[0].kind == WEFT_COLL_RECV &&
+                   k->ops[0].peer == WEFT_ANY_SOURCE;
+    return comm_p2p_group(c, k->ops, k->nops, lone_any ? k->source : NULL);
+  }
   WEFT_CHECK(check_call(c, k, &sh));
   if (k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) return comm_p2p_single(c, k);
   int device = 0;

@@ -186,5 +186,6 @@ weft_result_t comm_p2p_single(weft_comm_t *c, const weft_call_t *k) {
   weft_p2p_op_t op = {k->coll,  k->coll == WEFT_COLL_SEND ? (void *)k->sendbuf : k->recvbuf,
                       k->count, k->dtype,
                       k->root,  0};
-  return comm_p2p_group(c, &op, 1, k->coll == WEFT_COLL_RECV ? k->source : NULL);
+  int any = k->coll == WEFT_COLL_RECV && k->root == WEFT_ANY_SOURCE; /* else `source` is unread */
+  return comm_p2p_group(c, &op, 1, any ? k->source : NULL);
 }

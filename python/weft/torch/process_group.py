@@ -437,8 +437,23 @@ class ProcessGroupWeft(dist.ProcessGroup):
             return None
         return self._completion.all_of(works, "coalesced p2p")
 
+    # dist.recv and dist.irecv without src: a receive from any source (include/weft.h: each
+    # sender's messages in order, racing senders first come first, the tag must match). weft
+    # takes it only on its own, so the sends and receives held back go out first (_guard's
+    # flush) and it joins no batch; it is always a request, whose `source` the Work's
+    # _source_rank() reads (torch asks it after wait()). Host tensors only.
+    @_guard("recv_anysource")
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError("weft: recv needs a source rank (weft has no receive from any source)")
+        t = tz.single(tensors, "recv_anysource")
+        if t.is_cuda:
+            raise ValueError("weft: recv from any source (no src): only CPU tensors; weft "
+                             "receives from any source into host memory only (name src for a "
+                             "CUDA tensor)")
+        io = _Staged(t, "recv")
+        request = self._calls.recv(io.buffer, None, tag=int(tag), async_op=True)
+        work = self._completion.submit(request, io.finish, [t])
+        work._source_request = request
+        return work
 
     def _check_parts(self, parts, like, what, kind):
         if len(parts) != self.size():
