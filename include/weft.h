@@ -331,14 +331,19 @@ weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int 
  *    that arrived within one turn go to the lowest rank after the last one matched (round robin,
  *    so no sender starves), and the others stay for the next receive;
  *  - nothing arriving within WEFT_TIMEOUT_MS fails with WEFT_ERR_TIMEOUT naming the receive, its
- *    tag and "any source"; a peer that exits is passed over, and once every peer has gone the
- *    receive fails with WEFT_ERR_REMOTE.
- * Host buffers only (a device buffer or a stream: WEFT_ERR_UNSUPPORTED), and not inside a group
- * of several ops (WEFT_ERR_INVALID_ARGUMENT): a group posts all its ops at once, and an op whose
- * peer is not known yet could not take its place in a pair's ordered stream. Peers are watched
- * over their connections: over shared memory every peer of the host, over TCP or verbs the peers
- * this rank is connected to (its ring neighbours from init, and any peer an earlier send or
- * receive between the two connected). The matched rank goes to *source (may be NULL). */
+ *    tag and "any source", and marks the communicator failed, as a named receive that times out;
+ *    a peer that exits is passed over, and once every peer watched has closed its connection (and
+ *    none is left that might still connect) the receive fails at once with WEFT_ERR_REMOTE.
+ * Host buffers only (a device buffer: WEFT_ERR_UNSUPPORTED), without a stream, and not inside a
+ * group of several ops (WEFT_ERR_INVALID_ARGUMENT): a group posts all its ops at once, and an op
+ * whose peer is not known yet could not take its place in a pair's ordered stream. Peers are
+ * watched over their connections: over shared memory every peer of the host (a sender's first
+ * message creates the connection); over TCP the peers this rank is connected to (its ring
+ * neighbours from init, and any peer an earlier send or receive between the two connected) and
+ * lower ranks that connect to it; a higher-ranked TCP peer not yet connected cannot reach it, as
+ * TCP's higher rank waits for the lower to connect. Verbs connections cannot be looked at
+ * before a receive: a receive from any source that meets one fails with WEFT_ERR_UNSUPPORTED.
+ * The matched rank goes to *source (may be NULL). */
 #define WEFT_ANY_SOURCE (-2)
 weft_result_t weft_recv_any(void *buf, size_t count, weft_dtype_t dtype, int tag, int *source,
                             weft_comm_t *comm, weft_stream_t stream);
