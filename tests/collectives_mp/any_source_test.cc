@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -273,6 +275,58 @@ TEST(AnySource, RefusedInsideALargerGroup) {
       },
       60000);
   EXPECT_EQ(mp_summary(res), "");
+}
+
+// Not run by default (a timing, not a check): round trips of one int32 between two ranks, rank 0
+// receiving the reply by name or from any source, alternately in rounds; prints the median of
+// each per round trip. Run with --gtest_also_run_disabled_tests --gtest_filter='*PingPong*'.
+TEST(AnySource, DISABLED_PingPongLatency) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto res = mp_run(
+        2,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          weft_comm_t* comm;
+          std::string err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          const int kRounds = 7, kIters = 2000;
+          std::vector<double> named, any;
+          int32_t v = 0;
+          for (int round = 0; round < 2 * kRounds; round++) {
+            bool use_any = round % 2 == 1;
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < kIters; i++) {
+              weft_result_t a, b;
+              if (rank == 0) {
+                a = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
+                b = use_any ? weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr)
+                            : weft_recv(&v, 1, WEFT_INT32, 1, comm, nullptr);
+              } else {
+                b = weft_recv(&v, 1, WEFT_INT32, 0, comm, nullptr);
+                a = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
+              }
+              if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
+            }
+            double us = std::chrono::duration<double, std::micro>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count() /
+                        kIters;
+            (use_any ? any : named).push_back(us);
+          }
+          weft_comm_destroy(comm);
+          if (rank == 0) {
+            std::sort(named.begin(), named.end());
+            std::sort(any.begin(), any.end());
+            printf("%s: round trip, rank 0 receiving by name %.2f us, from any source %.2f us "
+                   "(medians of %d rounds of %d)\n",
+                   transport, named[kRounds / 2], any[kRounds / 2], kRounds, kIters);
+            fflush(stdout);
+          }
+          return "";
+        },
+        120000);
+    EXPECT_EQ(mp_summary(res), "") << transport;
+  }
 }
 
 }  // namespace
