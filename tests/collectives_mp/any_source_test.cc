@@ -339,19 +339,20 @@ TEST(AnySource, DISABLED_PingPongLatency) {
               }
               if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
             }
-            double us = std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count() /
-                        kIters;
+            double us =
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                    .count() /
+                kIters;
             (use_any ? any : named).push_back(us);
           }
           weft_comm_destroy(comm);
           if (rank == 0) {
             std::sort(named.begin(), named.end());
             std::sort(any.begin(), any.end());
-            printf("%s: round trip, rank 0 receiving by name %.2f us, from any source %.2f us "
-                   "(medians of %d rounds of %d)\n",
-                   transport, named[kRounds / 2], any[kRounds / 2], kRounds, kIters);
+            printf(
+                "%s: round trip, rank 0 receiving by name %.2f us, from any source %.2f us "
+                "(medians of %d rounds of %d)\n",
+                transport, named[kRounds / 2], any[kRounds / 2], kRounds, kIters);
             fflush(stdout);
           }
           return "";
