@@ -288,6 +288,32 @@ TEST(AnySource, AbortEndsAWaitingReceive) {
   EXPECT_EQ(mp_summary(res), "");
 }
 
+// Device buffers are refused up front, saying why (the emulated engine stands in for a GPU).
+TEST(AnySource, DeviceBufferIsRefused) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_DEVICE", "emulated", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (rank == 0) {
+          void* dev = nullptr;
+          if (weft_mem_alloc(&dev, 64) != WEFT_SUCCESS) return weft_last_error();
+          weft_result_t r = weft_recv_any(dev, 16, WEFT_INT32, 0, nullptr, comm, nullptr);
+          std::string msg = weft_last_error();
+          weft_mem_free(dev);
+          if (r != WEFT_ERR_UNSUPPORTED || msg.find("device memory") == std::string::npos)
+            return "result " + std::to_string(r) + ": " + msg;
+        }
+        err = check_all_reduce(comm, WEFT_INT32, WEFT_SUM, 4, false);
+        weft_comm_destroy(comm);
+        return err;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
 TEST(AnySource, RefusedInsideALargerGroup) {
   auto res = mp_run(
       2,
