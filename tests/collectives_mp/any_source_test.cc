@@ -125,6 +125,51 @@ TEST(AnySource, TagsMatchAndOthersStay) {
   EXPECT_EQ(mp_summary(res), "");
 }
 
+// Racing senders: the message that arrives first is taken, even where the round robin would
+// look at the other sender first (the last match was rank 1, so rank 2 comes next in turn).
+TEST(AnySource, FirstToArriveWins) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto res = mp_run(
+        3,
+        [&](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          weft_comm_t* comm;
+          std::string err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          int32_t v = rank, go = 0;
+          if (rank == 1) {
+            for (int k = 0; k < 2; k++)
+              if (weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr) != WEFT_SUCCESS)
+                return weft_last_error();
+            if (weft_send(&go, 1, WEFT_INT32, 2, comm, nullptr) != WEFT_SUCCESS)
+              return weft_last_error();
+          } else if (rank == 2) {
+            if (weft_recv(&go, 1, WEFT_INT32, 1, comm, nullptr) != WEFT_SUCCESS)
+              return weft_last_error();
+            usleep(200 * 1000);  // rank 1's second message has been waiting this long
+            if (weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr) != WEFT_SUCCESS)
+              return weft_last_error();
+          } else {
+            std::string order;
+            for (int k = 0; k < 3; k++) {
+              int source = -1;
+              if (weft_recv_any(&v, 1, WEFT_INT32, 0, &source, comm, nullptr) != WEFT_SUCCESS)
+                return weft_last_error();
+              if (v != source)
+                return "value " + std::to_string(v) + " from " + std::to_string(source);
+              order += std::to_string(source);
+            }
+            if (order != "112") return "sources in the order " + order + ", want 112";
+          }
+          err = check_all_reduce(comm, WEFT_INT32, WEFT_SUM, 4, false);
+          weft_comm_destroy(comm);
+          return err;
+        },
+        60000);
+    EXPECT_EQ(mp_summary(res), "") << transport;
+  }
+}
+
 // A message of another tag is never taken: the receive runs into its timeout, naming it.
 TEST(AnySource, NoMessageOfTheTagTimesOut) {
   auto res = mp_run(
