@@ -62,6 +62,8 @@ def check_async_request_tells_the_source(c):
     comm, rank, size = c["comm"], c["rank"], c["size"]
     if rank > 0:
         comm.send(np.full(3, rank, np.float32), 0)
+        if rank == 1:
+            comm.send(np.full(2, 9, np.int8), 0, tag=9)
         return
     bufs = [np.zeros(3, np.float32) for _ in range(size - 1)]
     reqs = [comm.recv(b, async_op=True) for b in bufs]
@@ -71,6 +73,10 @@ def check_async_request_tells_the_source(c):
         assert np.array_equal(b, np.full(3, r.source, np.float32)), (r.source, b)
         sources.append(r.source)
     assert sorted(sources) == list(range(1, size)), sources
+    got = np.zeros(2, np.int8)
+    named = comm.recv(got, 1, tag=9, async_op=True)  # a named receive's source is its peer
+    named.wait()
+    assert named.source == 1 and list(got) == [9, 9], (named.source, got)
 
 
 def check_collective_after(c):
