@@ -327,9 +327,10 @@ weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int 
  *    sent them, and a peer whose next message has another tag is passed over (its message stays
  *    for a later receive);
  *  - when several senders' messages are waiting, the first to arrive wins as far as this rank can
- *    see it (the receive looks at every peer at once, in turns of a few microseconds); messages
- *    that arrived within one turn go to the lowest rank after the last one matched (round robin,
- *    so no sender starves), and the others stay for the next receive;
+ *    see it (the receive looks at every peer in turns, yielding the core between them and, once
+ *    it has waited a while, sleeping up to 1 ms); messages that arrived within one turn go to the
+ *    lowest rank after the last one matched (round robin, so no sender starves), and the others
+ *    stay for the next receive;
  *  - nothing arriving within WEFT_TIMEOUT_MS fails with WEFT_ERR_TIMEOUT naming the receive, its
  *    tag and "any source", and marks the communicator failed, as a named receive that times out;
  *    a peer that exits is passed over, and once every peer watched has closed its connection (and
