@@ -468,13 +468,14 @@ class _Causes:
     adds the first failure that is not REMOTE.
 
     How briefly: wait_bound_s(timeout), a tenth of the timeout in force, at least 50 ms and at
-    most 3 s (README, "Timeouts"). The ranks blocked in the same operation time out within about
-    the skew of their arrival at it, and a rank told by a peer's abort hears of it as soon as
-    that peer fails, so a reason that is coming arrives within a store round trip or two of this
-    failure; the wait is only paid in full when some rank is silent, which a rank that never
-    made the call always is. A tenth keeps the error within 10% of the timeout (torch's own
-    backends report at the timeout); 50 ms leaves a loaded host a few store round trips; 3 s, the
-    bound for long timeouts, is plenty for any rank that failed at about the same time."""
+    most 3 s (README, "Python and PyTorch"). The ranks blocked in the same operation time out
+    within about the skew of their arrival at it, and a rank told by a peer's abort hears of it
+    as soon as that peer fails, so a reason that is coming arrives within a store round trip or
+    two of this failure (milliseconds: test_torch_timeout at 3 ranks); the wait is only paid in
+    full when some rank is silent, which a rank that never made the call always is. A tenth
+    keeps the error within 10% of the timeout (torch's own backends report at the timeout); 50 ms
+    leaves a loaded host a few store round trips; 3 s, the bound for long timeouts, is plenty for
+    any rank that failed at about the same time."""
 
     _KEY = "weft_first_error/"
     # Bounds of the wait for the other ranks' failures, and how often the store is asked.
