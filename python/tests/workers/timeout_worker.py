@@ -50,6 +50,28 @@ def _barrier_one_rank_skips(backend):
     return out
 
 
+def check_work_wait_with_a_timeout_says_timed_out(c):
+    """Work.wait(timeout) on a barrier the last rank has not entered yet raises "Timed out"; the
+    Work stays valid and completes once that rank enters (after the others' waits gave up)."""
+    rank, size = c["rank"], c["size"]
+    store = dist.distributed_c10d._get_default_store()
+    keys = [f"timeout_worker/waited/{r}" for r in range(size - 1)]
+    dist.barrier()
+    if rank == size - 1:
+        store.wait(keys, datetime.timedelta(seconds=60))
+        dist.barrier()
+        return
+    w = dist.barrier(async_op=True)
+    try:
+        w.wait(timeout=datetime.timedelta(milliseconds=50))
+    except RuntimeError as e:
+        assert "Timed out" in str(e), str(e)
+    else:
+        raise AssertionError(f"a barrier rank {size - 1} has not entered completed")
+    store.set(keys[rank], "1")
+    assert w.wait()
+
+
 def check_weft_barrier_a_rank_skips_raises_timed_out_promptly(c):
     got = _barrier_one_rank_skips("weft")
     if got is None:
