@@ -81,7 +81,7 @@ fi
 # two runs above. TORCH3=0 skips it.
 if [ "${TORCH2:-1}" != 0 ] && [ "${TORCH3:-1}" != 0 ]; then
   install_torch_venv .venv-torch3 "$torch3_version"
-  TESTS=${TESTS:-"python/tests/test_torch2.py python/tests/test_ddp.py python/tests/test_torch_errors.py python/tests/test_torch_p2p.py python/tests/test_torch_backend.py python/tests/test_p2p_batch.py python/tests/test_nccl_preload.py"} \
+  TESTS=${TESTS:-"python/tests/test_torch2.py python/tests/test_ddp.py python/tests/test_torch_errors.py python/tests/test_torch_timeout.py python/tests/test_torch_p2p.py python/tests/test_torch_backend.py python/tests/test_p2p_batch.py python/tests/test_nccl_preload.py"} \
     run_pytest .venv-torch3 "torch $(torch_of .venv-torch3), torch 2.x files" "$@"
 fi
 exit $status

@@ -72,7 +72,7 @@ class Request:
             while not self.test():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"weft: {self._what} not complete after {timeout} s")
+                    raise TimeoutError(f"weft: Timed out: {self._what} not complete after {timeout} s")
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 10e-3)
         self._finished()

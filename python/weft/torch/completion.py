@@ -120,7 +120,7 @@ class WeftWork(Work):
                 deadline = time.monotonic() + seconds
                 while not self._finished:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"weft: {self._what} not complete after {seconds} s")
+                        raise RuntimeError(f"weft: Timed out: {self._what} not complete after {seconds} s")
                     time.sleep(0.0005)
             else:
                 try:
