@@ -1,0 +1,180 @@
+"""sparse.py -- all_reduce (SUM) of torch.sparse_coo tensors: what every rank sends and how the
+result is put together, for ProcessGroupWeft.allreduce.
+
+torch has no sparse reduction a backend could run element-wise: ranks hold different numbers of
+non-zeros at different indices. So, as gloo does, every rank gathers every rank's non-zeros and
+sums them itself:
+
+  1. each rank coalesces its input (duplicates summed: fewer non-zeros to send) and all ranks
+     all_gather a fixed-size record of it (nnz, sparse_dim, dense_dim, dtype, shape), so that
+     each knows what every other will send, and all refuse alike a mismatch of shape or dtype;
+  2. one all_to_allv in which every rank sends the same block to every rank: its indices
+     (sparse_dim x nnz int64) then its values (nnz x the dense shape), packed as bytes, each block
+     padded to 8 bytes so that the next block's indices stay aligned;
+  3. each rank lays the blocks end to end as one uncoalesced tensor and coalesces it, which sums
+     the entries of equal index; the input takes the result in place (Tensor.copy_, as gloo's).
+
+Why all_to_allv and not an all_gather padded to the largest block: the blocks differ in size
+(one rank may hold 0 non-zeros, another 10^5), and all_to_allv moves each block's exact bytes,
+where the padded all_gather moves size x the largest; per rank both send its block to p-1 peers
+and receive the other p-1 blocks, so neither moves more when the blocks are equal. And indices and
+values go as one buffer of bytes, so step 2 is one collective, not two (gloo runs an allgatherv
+for each).
+"""
+import hashlib
+
+import torch
+
+from . import tensors as tz
+
+# The value dtypes torch can coalesce (and so sum) as sparse tensors, on 1.13 and 2.x: torch 2.x
+# has no coalesce for uint32, uint64 or the fp8 types. The position is the dtype's code in the
+# gathered record.
+SUMMABLE = (torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+            torch.float32, torch.float64)
+
+# The gathered record, int64s: nnz, sparse_dim, dense_dim, dtype code, ndim, a digest of the whole
+# shape (what is compared), then the first _SIZES sizes (for the message when shapes differ).
+_NNZ, _SPARSE, _DENSE, _DTYPE, _NDIM, _DIGEST, _FIRST = range(7)
+_SIZES = 9
+RECORD = _FIRST + _SIZES
+_ALIGN = 8  # bytes: an int64 index block must start at a multiple of its element size
+
+
+def check_op(reduce_op, what):
+    """Only SUM has a meaning for sparse tensors here (torch coalesces by summing); every other
+    op is refused before anything is sent, on every rank alike."""
+    if reduce_op != torch.distributed.ReduceOp.SUM:
+        name = getattr(reduce_op, "op", reduce_op)
+        raise ValueError(f"weft: {what}: reduce op {name} is not supported for sparse tensors "
+                         f"(torch.sparse_coo); only ReduceOp.SUM is, as with gloo")
+
+
+class Plan:
+    """One rank's part of a sparse all_reduce of tensor t over `size` ranks: the record to gather
+    (record), then, once agree() has read every rank's, the all_to_allv's buffers and counts, and
+    finish(), which writes the sum into t."""
+
+    def __init__(self, t, rank, size, what):
+        self.t, self.rank, self.size, self.what = t, rank, size, what
+        if t.device.type not in ("cpu", "cuda"):
+            raise TypeError(f"weft: {what}: the weft backend takes CPU and CUDA tensors, got one "
+                            f"on {t.device}")
+        self.record = torch.zeros(RECORD, dtype=torch.int64)
+        self.records = torch.empty(size * RECORD, dtype=torch.int64)
+        if t.dtype not in SUMMABLE:
+            # Refused once the records are gathered (agree), so that the other ranks refuse
+            # too instead of waiting for this one's non-zeros until the timeout.
+            self.record[_DTYPE] = -1
+            return
+        with torch.no_grad():
+            # On the host: the exchange and the sum run there (gloo does the same for CUDA).
+            local = t.detach().coalesce().cpu()
+        self.sparse_dim, self.dense_dim = local.sparse_dim(), local.dense_dim()
+        self.shape = tuple(local.shape)
+        self.indices = local.indices()
+        self.values = local.values()
+        self.dense_shape = self.shape[self.sparse_dim:]
+        # Bytes of one non-zero: its sparse_dim indices, then its dense block of values.
+        self.value_bytes = _numel(self.dense_shape) * self.values.element_size()
+        self.entry_bytes = 8 * self.sparse_dim + self.value_bytes
+        self.record[_NNZ] = local._nnz()
+        self.record[_SPARSE] = self.sparse_dim
+        self.record[_DENSE] = self.dense_dim
+        self.record[_DTYPE] = SUMMABLE.index(t.dtype)
+        self.record[_NDIM] = len(self.shape)
+        self.record[_DIGEST] = _digest(self.shape)
+        for i, n in enumerate(self.shape[:_SIZES]):
+            self.record[_FIRST + i] = n
+
+    def agree(self):
+        """Reads the gathered records: raises if a rank's tensor differs from this one in shape,
+        layout or dtype (every rank reads the same records, so all raise alike); else prepares
+        the all_to_allv: send_counts, send_displs, recv_counts, recv_displs in bytes and the
+        send and receive buffers (sendbuf, recvbuf)."""
+        rows = self.records.view(self.size, RECORD)
+        mine = rows[self.rank]
+        unsummable = [r for r in range(self.size) if int(rows[r, _DTYPE]) < 0]
+        if unsummable:
+            names = ", ".join(str(d).replace("torch.", "") for d in SUMMABLE)
+            ranks = ", ".join(f"rank {r}" for r in unsummable)
+            mine_note = f" ({self.t.dtype} here)" if self.rank in unsummable else ""
+            raise TypeError(f"weft: {self.what}: torch cannot sum sparse tensors of the dtype "
+                            f"{ranks} passed{mine_note}; sparse dtypes supported: {names}")
+        for r in range(self.size):
+            if not torch.equal(rows[r, _SPARSE:_FIRST], mine[_SPARSE:_FIRST]):
+                raise ValueError(f"weft: {self.what}: the sparse tensors differ across ranks: "
+                                 f"rank {r} has {_describe(rows[r])}, rank {self.rank} has "
+                                 f"{_describe(mine)}; all must have the same shape, sparse_dim "
+                                 f"and dtype")
+        self.nnz = [int(n) for n in rows[:, _NNZ]]
+        self.recv_counts = [_block_bytes(n, self.entry_bytes) for n in self.nnz]
+        self.recv_displs = _prefix_sums(self.recv_counts)
+        mine_bytes = self.recv_counts[self.rank]
+        self.send_counts = [mine_bytes] * self.size
+        self.send_displs = [0] * self.size  # every rank gets the same block
+        # At least one byte each: an empty tensor's data pointer may be NULL.
+        self.sendbuf = torch.zeros(max(mine_bytes, 1), dtype=torch.uint8)
+        self.recvbuf = torch.empty(max(sum(self.recv_counts), 1), dtype=torch.uint8)
+        nnz = self.nnz[self.rank]
+        index_bytes = 8 * self.sparse_dim * nnz
+        if nnz:
+            self.sendbuf[:index_bytes].view(torch.int64).copy_(self.indices.reshape(-1))
+            self.sendbuf[index_bytes:index_bytes + nnz * self.value_bytes].view(
+                self.t.dtype).copy_(self.values.reshape(-1))
+
+    def buffers(self):
+        """The all_to_allv's arguments: (sendbuf, send_counts, recvbuf, recv_counts) and its
+        keyword arguments, as weft Buffers of bytes."""
+        return ((tz.as_buffer(self.sendbuf, self.what), self.send_counts,
+                 tz.as_buffer(self.recvbuf, self.what), self.recv_counts),
+                {"send_displs": self.send_displs, "recv_displs": self.recv_displs})
+
+    def finish(self):
+        """Sums every rank's non-zeros and writes the coalesced result into the input, in place
+        (its indices and values are replaced, its nnz may change)."""
+        indices, values = [], []
+        for nnz, at in zip(self.nnz, self.recv_displs):
+            index_bytes = 8 * self.sparse_dim * nnz
+            block = self.recvbuf[at:at + index_bytes + nnz * self.value_bytes]
+            indices.append(block[:index_bytes].view(torch.int64).view(self.sparse_dim, nnz))
+            values.append(block[index_bytes:].view(self.t.dtype).view(nnz, *self.dense_shape))
+        with torch.no_grad():
+            total = torch.sparse_coo_tensor(torch.cat(indices, 1), torch.cat(values), self.shape)
+            total = total.coalesce().to(self.t.device)
+            self.t.copy_(total)
+
+
+def _block_bytes(nnz, entry_bytes):
+    n = nnz * entry_bytes
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _prefix_sums(counts):
+    out, total = [], 0
+    for c in counts:
+        out.append(total)
+        total += c
+    return out
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _digest(shape):
+    """A 63-bit digest of the shape, the same in every process (Python's hash() is salted)."""
+    text = ",".join(str(int(s)) for s in shape).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little") >> 1
+
+
+def _describe(row):
+    ndim = int(row[_NDIM])
+    sizes = [str(int(s)) for s in row[_FIRST:_FIRST + min(ndim, _SIZES)]]
+    if ndim > _SIZES:
+        sizes.append("...")
+    return (f"shape ({', '.join(sizes)}) with sparse_dim {int(row[_SPARSE])}, dtype "
+            f"{str(SUMMABLE[int(row[_DTYPE])]).replace('torch.', '')}")
