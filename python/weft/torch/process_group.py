@@ -31,7 +31,8 @@ turns its errors into a failed Work (see _guard) whose wait() and future raise t
 
 Tensors that are not contiguous go through a contiguous copy (copied back on completion); list
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
-flat staging tensor, so each is one weft operation.
+flat staging tensor, so each is one weft operation. all_reduce of a torch.sparse_coo tensor
+(SUM, as gloo's; DDP's sparse gradients) gathers each rank's non-zeros and sums them (sparse.py).
 """
 import contextlib
 import datetime
