@@ -1,8 +1,10 @@
 """bench.py -- ms per dist.all_reduce of a torch.sparse_coo tensor (SUM), weft against gloo, same
-ranks, same run.
+ranks, same run; and weft with the alternative it does not use, an all_gather padded to the
+largest rank's block in place of the all_to_allv ("weft-padded", patched in below).
 
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
-per rank (rank-dependent indices, uncoalesced: every tenth row twice). Per (nnz, backend): a
+per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
+nnz rows and the others nnz // 100. Per (nnz, backend): a
 barrier, then ITERS timed calls on fresh copies of the input; backends alternate in ROUNDS
 rounds; the figure is the median over all timed calls of rank 0 (the max over ranks of each
 call's time would include the barrier's skew). Run with torch's launcher:
@@ -18,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 import weft.torch  # noqa: F401 -- registers "weft"
+from weft.torch import process_group as pgmod, sparse, tensors as tz
 
 ROWS, DIM = 100_000, 32
 
@@ -25,9 +28,27 @@ ROWS, DIM = 100_000, 32
 def grad(rank, nnz):
     g = torch.Generator().manual_seed(rank)
     rows = torch.randint(0, ROWS, (nnz,), generator=g)
-    rows[::10] = rows[0]
+    if nnz:
+        rows[::10] = rows[0]
     return torch.sparse_coo_tensor(rows.unsqueeze(0), torch.randn(nnz, DIM, generator=g),
                                    (ROWS, DIM))
+
+
+def padded_sparse_allreduce(self, t, opts):
+    """ProcessGroupWeft._sparse_allreduce with an all_gather of blocks padded to the largest."""
+    plan = sparse.Plan(t, self.rank(), self.size(), "all_reduce")
+    self._calls.all_gather(tz.as_buffer(plan.record, "x"), tz.as_buffer(plan.records, "x"),
+                           async_op=False)
+    plan.agree()
+    block = max(max(plan.recv_counts), 8)
+    send = torch.zeros(block, dtype=torch.uint8)
+    mine = plan.recv_counts[self.rank()]
+    send[:mine] = plan.sendbuf[:mine]
+    plan.recvbuf = torch.empty(block * self.size(), dtype=torch.uint8)
+    plan.recv_displs = [r * block for r in range(self.size())]
+    req = self._calls.all_gather(tz.as_buffer(send, "x"), tz.as_buffer(plan.recvbuf, "x"),
+                                 async_op=pgmod._async(opts))
+    return self._completion.submit(req, plan.finish, [t])
 
 
 def main():
@@ -35,15 +56,19 @@ def main():
     ap.add_argument("--nnz", default="10,1000,10000")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--skew", action="store_true")
     args = ap.parse_args()
     dist.init_process_group("weft")
     rank, size = dist.get_rank(), dist.get_world_size()
-    groups = {"weft": None, "gloo": dist.new_group(backend="gloo")}
+    groups = {"weft": None, "weft-padded": None, "gloo": dist.new_group(backend="gloo")}
+    real = pgmod.ProcessGroupWeft._sparse_allreduce
     times = {}
     for nnz in [int(n) for n in args.nnz.split(",")]:
-        src = grad(rank, nnz)
+        src = grad(rank, nnz if rank == 0 or not args.skew else nnz // 100)
         for _ in range(args.rounds):
             for name, group in groups.items():
+                pgmod.ProcessGroupWeft._sparse_allreduce = (
+                    padded_sparse_allreduce if name == "weft-padded" else real)
                 inputs = [src.clone() for _ in range(args.iters + 1)]
                 dist.all_reduce(inputs[-1], group=group)  # warm-up
                 for t in inputs[:-1]:
@@ -52,9 +77,11 @@ def main():
                     dist.all_reduce(t, group=group)
                     times.setdefault((nnz, name), []).append(time.perf_counter() - t0)
         if rank == 0:
-            w = statistics.median(times[(nnz, "weft")]) * 1e3
-            g = statistics.median(times[(nnz, "gloo")]) * 1e3
-            print(f"| {size} | {nnz} | {w:.3f} | {g:.3f} | {g / w:.2f}x |", flush=True)
+            w, p, g = (statistics.median(times[(nnz, k)]) * 1e3
+                       for k in ("weft", "weft-padded", "gloo"))
+            skew = "skewed" if args.skew else "even"
+            print(f"| {size} | {nnz} {skew} | {w:.3f} | {p:.3f} | {g:.3f} | {g / w:.2f}x |",
+                  flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -164,6 +164,9 @@ class ProcessGroupWeft(dist.ProcessGroup):
         self._calls.all_gather(tz.as_buffer(plan.record, "all_reduce"),
                                tz.as_buffer(plan.records, "all_reduce"), async_op=False)
         plan.agree()
+        if not any(plan.nnz):  # nothing to exchange: every rank's sum is empty
+            plan.finish()
+            return self._completion.completed([t], "all_reduce")
         args, kwargs = plan.buffers()
         req = self._calls.all_to_allv(*args, **kwargs, async_op=_async(opts))
         return self._completion.submit(req, plan.finish, [t])
