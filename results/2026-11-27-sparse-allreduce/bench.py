@@ -4,15 +4,14 @@ largest rank's block in place of the all_to_allv ("weft-padded", patched in belo
 
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
 per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
-nnz rows and the others nnz // 100. Per (nnz, backend): a
-barrier, then ITERS timed calls on fresh copies of the input; backends alternate in ROUNDS
-rounds; the figure is the median over all timed calls of rank 0 (the max over ranks of each
-call's time would include the barrier's skew). Run with torch's launcher:
+nnz rows and the others nnz // 100. Per nnz: ITERS rounds, in each one call per backend on a
+fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
+(the max over ranks of each call's time would include the barrier's skew). Run with torch's
+launcher:
 
   python -m torch.distributed.run --nproc-per-node 3 bench.py [--nnz 10,1000,10000]
 """
 import argparse
-import os
 import statistics
 import time
 
@@ -51,11 +50,15 @@ def padded_sparse_allreduce(self, t, opts):
     return self._completion.submit(req, plan.finish, [t])
 
 
+def _select(name, real):
+    pgmod.ProcessGroupWeft._sparse_allreduce = (
+        padded_sparse_allreduce if name == "weft-padded" else real)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nnz", default="10,1000,10000")
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=60)
     ap.add_argument("--skew", action="store_true")
     args = ap.parse_args()
     dist.init_process_group("weft")
@@ -65,17 +68,18 @@ def main():
     times = {}
     for nnz in [int(n) for n in args.nnz.split(",")]:
         src = grad(rank, nnz if rank == 0 or not args.skew else nnz // 100)
-        for _ in range(args.rounds):
+        for name, group in groups.items():  # warm-up
+            _select(name, real)
+            dist.all_reduce(src.clone(), group=group)
+        # Backends alternate call by call, so that the host's load drifts over all alike.
+        for _ in range(args.iters):
             for name, group in groups.items():
-                pgmod.ProcessGroupWeft._sparse_allreduce = (
-                    padded_sparse_allreduce if name == "weft-padded" else real)
-                inputs = [src.clone() for _ in range(args.iters + 1)]
-                dist.all_reduce(inputs[-1], group=group)  # warm-up
-                for t in inputs[:-1]:
-                    dist.barrier(group=group)
-                    t0 = time.perf_counter()
-                    dist.all_reduce(t, group=group)
-                    times.setdefault((nnz, name), []).append(time.perf_counter() - t0)
+                _select(name, real)
+                t = src.clone()
+                dist.barrier(group=group)
+                t0 = time.perf_counter()
+                dist.all_reduce(t, group=group)
+                times.setdefault((nnz, name), []).append(time.perf_counter() - t0)
         if rank == 0:
             w, p, g = (statistics.median(times[(nnz, k)]) * 1e3
                        for k in ("weft", "weft-padded", "gloo"))

@@ -60,11 +60,11 @@ class Plan:
         if t.device.type not in ("cpu", "cuda"):
             raise TypeError(f"weft: {what}: the weft backend takes CPU and CUDA tensors, got one "
                             f"on {t.device}")
-        self.record = torch.zeros(RECORD, dtype=torch.int64)
         self.records = torch.empty(size * RECORD, dtype=torch.int64)
         if t.dtype not in SUMMABLE:
             # Refused once the records are gathered (agree), so that the other ranks refuse
             # too instead of waiting for this one's non-zeros until the timeout.
+            self.record = torch.zeros(RECORD, dtype=torch.int64)
             self.record[_DTYPE] = -1
             return
         with torch.no_grad():
@@ -78,23 +78,19 @@ class Plan:
         # Bytes of one non-zero: its sparse_dim indices, then its dense block of values.
         self.value_bytes = _numel(self.dense_shape) * self.values.element_size()
         self.entry_bytes = 8 * self.sparse_dim + self.value_bytes
-        self.record[_NNZ] = local._nnz()
-        self.record[_SPARSE] = self.sparse_dim
-        self.record[_DENSE] = self.dense_dim
-        self.record[_DTYPE] = SUMMABLE.index(t.dtype)
-        self.record[_NDIM] = len(self.shape)
-        self.record[_DIGEST] = _digest(self.shape)
-        for i, n in enumerate(self.shape[:_SIZES]):
-            self.record[_FIRST + i] = n
+        # One tensor made from a list: a torch call per field would cost more than the gather.
+        record = [local._nnz(), self.sparse_dim, self.dense_dim, SUMMABLE.index(t.dtype),
+                  len(self.shape), _digest(self.shape)] + list(self.shape[:_SIZES])
+        self.record = torch.tensor(record + [0] * (RECORD - len(record)), dtype=torch.int64)
 
     def agree(self):
         """Reads the gathered records: raises if a rank's tensor differs from this one in shape,
         layout or dtype (every rank reads the same records, so all raise alike); else prepares
         the all_to_allv: send_counts, send_displs, recv_counts, recv_displs in bytes and the
         send and receive buffers (sendbuf, recvbuf)."""
-        rows = self.records.view(self.size, RECORD)
+        rows = self.records.view(self.size, RECORD).tolist()
         mine = rows[self.rank]
-        unsummable = [r for r in range(self.size) if int(rows[r, _DTYPE]) < 0]
+        unsummable = [r for r in range(self.size) if rows[r][_DTYPE] < 0]
         if unsummable:
             names = ", ".join(str(d).replace("torch.", "") for d in SUMMABLE)
             ranks = ", ".join(f"rank {r}" for r in unsummable)
@@ -102,12 +98,12 @@ class Plan:
             raise TypeError(f"weft: {self.what}: torch cannot sum sparse tensors of the dtype "
                             f"{ranks} passed{mine_note}; sparse dtypes supported: {names}")
         for r in range(self.size):
-            if not torch.equal(rows[r, _SPARSE:_FIRST], mine[_SPARSE:_FIRST]):
+            if rows[r][_SPARSE:_FIRST] != mine[_SPARSE:_FIRST]:
                 raise ValueError(f"weft: {self.what}: the sparse tensors differ across ranks: "
                                  f"rank {r} has {_describe(rows[r])}, rank {self.rank} has "
                                  f"{_describe(mine)}; all must have the same shape, sparse_dim "
                                  f"and dtype")
-        self.nnz = [int(n) for n in rows[:, _NNZ]]
+        self.nnz = [row[_NNZ] for row in rows]
         self.recv_counts = [_block_bytes(n, self.entry_bytes) for n in self.nnz]
         self.recv_displs = _prefix_sums(self.recv_counts)
         mine_bytes = self.recv_counts[self.rank]
@@ -172,9 +168,9 @@ def _digest(shape):
 
 
 def _describe(row):
-    ndim = int(row[_NDIM])
-    sizes = [str(int(s)) for s in row[_FIRST:_FIRST + min(ndim, _SIZES)]]
+    ndim = row[_NDIM]
+    sizes = [str(s) for s in row[_FIRST:_FIRST + min(ndim, _SIZES)]]
     if ndim > _SIZES:
         sizes.append("...")
     return (f"shape ({', '.join(sizes)}) with sparse_dim {int(row[_SPARSE])}, dtype "
-            f"{str(SUMMABLE[int(row[_DTYPE])]).replace('torch.', '')}")
+            f"{str(SUMMABLE[row[_DTYPE]]).replace('torch.', '')}")
