@@ -39,6 +39,10 @@ _NNZ, _SPARSE, _DENSE, _DTYPE, _NDIM, _DIGEST, _FIRST = range(7)
 _SIZES = 9
 RECORD = _FIRST + _SIZES
 _ALIGN = 8  # bytes: an int64 index block must start at a multiple of its element size
+# torch 2.x warns on a sparse_coo_tensor() that does not say whether to check its indices; they
+# come from other ranks' coalesced tensors, so no check (as gloo's C++). torch 1.13 has no such
+# argument, and no warning.
+_UNCHECKED = {"check_invariants": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
 
 
 def check_op(reduce_op, what):
@@ -136,7 +140,8 @@ class Plan:
             indices.append(block[:index_bytes].view(torch.int64).view(self.sparse_dim, nnz))
             values.append(block[index_bytes:].view(self.t.dtype).view(nnz, *self.dense_shape))
         with torch.no_grad():
-            total = torch.sparse_coo_tensor(torch.cat(indices, 1), torch.cat(values), self.shape)
+            total = torch.sparse_coo_tensor(torch.cat(indices, 1), torch.cat(values), self.shape,
+                                            **_UNCHECKED)
             total = total.coalesce().to(self.t.device)
             self.t.copy_(total)
 
