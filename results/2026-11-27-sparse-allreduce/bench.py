@@ -1,6 +1,7 @@
 """bench.py -- ms per dist.all_reduce of a torch.sparse_coo tensor (SUM), weft against gloo, same
-ranks, same run; and weft with the alternative it does not use, an all_gather padded to the
-largest rank's block in place of the all_to_allv ("weft-padded", patched in below).
+ranks, same run; weft as it chooses the collective for the blocks ("weft"), and always
+all_to_allv ("weft-a2av") or always an all_gather padded to the largest block ("weft-padded"), set
+through sparse.PAD_LIMIT_BYTES.
 
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
 per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
@@ -19,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 import weft.torch  # noqa: F401 -- registers "weft"
-from weft.torch import process_group as pgmod, sparse, tensors as tz
+from weft.torch import sparse
 
 ROWS, DIM = 100_000, 32
 
@@ -33,26 +34,8 @@ def grad(rank, nnz):
                                    (ROWS, DIM))
 
 
-def padded_sparse_allreduce(self, t, opts):
-    """ProcessGroupWeft._sparse_allreduce with an all_gather of blocks padded to the largest."""
-    plan = sparse.Plan(t, self.rank(), self.size(), "all_reduce")
-    self._calls.all_gather(tz.as_buffer(plan.record, "x"), tz.as_buffer(plan.records, "x"),
-                           async_op=False)
-    plan.agree()
-    block = max(max(plan.recv_counts), 8)
-    send = torch.zeros(block, dtype=torch.uint8)
-    mine = plan.recv_counts[self.rank()]
-    send[:mine] = plan.sendbuf[:mine]
-    plan.recvbuf = torch.empty(block * self.size(), dtype=torch.uint8)
-    plan.recv_displs = [r * block for r in range(self.size())]
-    req = self._calls.all_gather(tz.as_buffer(send, "x"), tz.as_buffer(plan.recvbuf, "x"),
-                                 async_op=pgmod._async(opts))
-    return self._completion.submit(req, plan.finish, [t])
-
-
-def _select(name, real):
-    pgmod.ProcessGroupWeft._sparse_allreduce = (
-        padded_sparse_allreduce if name == "weft-padded" else real)
+# sparse.PAD_LIMIT_BYTES per variant: weft's choice, all_to_allv always, padded all_gather always.
+LIMITS = {"weft": sparse.PAD_LIMIT_BYTES, "weft-a2av": -1, "weft-padded": 1 << 62}
 
 
 def main():
@@ -63,29 +46,29 @@ def main():
     args = ap.parse_args()
     dist.init_process_group("weft")
     rank, size = dist.get_rank(), dist.get_world_size()
-    groups = {"weft": None, "weft-padded": None, "gloo": dist.new_group(backend="gloo")}
-    real = pgmod.ProcessGroupWeft._sparse_allreduce
+    gloo = dist.new_group(backend="gloo")
+    groups = {"weft": None, "weft-a2av": None, "weft-padded": None, "gloo": gloo}
     times = {}
     for nnz in [int(n) for n in args.nnz.split(",")]:
         src = grad(rank, nnz if rank == 0 or not args.skew else nnz // 100)
         for name, group in groups.items():  # warm-up
-            _select(name, real)
+            sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
             dist.all_reduce(src.clone(), group=group)
         # Backends alternate call by call, so that the host's load drifts over all alike.
         for _ in range(args.iters):
             for name, group in groups.items():
-                _select(name, real)
+                sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
                 t = src.clone()
                 dist.barrier(group=group)
                 t0 = time.perf_counter()
                 dist.all_reduce(t, group=group)
                 times.setdefault((nnz, name), []).append(time.perf_counter() - t0)
         if rank == 0:
-            w, p, g = (statistics.median(times[(nnz, k)]) * 1e3
-                       for k in ("weft", "weft-padded", "gloo"))
+            w, a, p, g = (statistics.median(times[(nnz, k)]) * 1e3
+                          for k in ("weft", "weft-a2av", "weft-padded", "gloo"))
             skew = "skewed" if args.skew else "even"
-            print(f"| {size} | {nnz} {skew} | {w:.3f} | {p:.3f} | {g:.3f} | {g / w:.2f}x |",
-                  flush=True)
+            print(f"| {size} | {nnz} {skew} | {w:.3f} | {a:.3f} | {p:.3f} | {g:.3f} | "
+                  f"{g / w:.2f}x |", flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -5,6 +5,7 @@ Every rank builds every rank's input from a seed (rank, case), so each computes 
 itself; values are small integers, exact in every dtype, and inputs are uncoalesced (indices
 repeat) with a different number of non-zeros on each rank, 0 included.
 """
+import contextlib
 import os
 
 import harness
@@ -14,6 +15,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 import weft.torch  # noqa: F401 -- registers "weft"
+from weft.torch import sparse
 
 R = dist.ReduceOp
 DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
@@ -45,8 +47,7 @@ def expected_sum(size, case, shape, sparse_dim, dtype, nnz=None):
     return total.to(dtype)
 
 
-def check_sum_every_dtype_and_shape(c):
-    case = 0
+def sum_matrix(c, case):
     for dtype in DTYPES:
         for shape, sparse_dim in SHAPES:
             case += 1
@@ -57,6 +58,41 @@ def check_sum_every_dtype_and_shape(c):
             assert t.is_coalesced(), (dtype, shape)
             want = expected_sum(c["size"], case, shape, sparse_dim, dtype)
             assert torch.equal(t.to_dense(), want), (dtype, shape, sparse_dim)
+
+
+@contextlib.contextmanager
+def pad_limit(n):
+    """sparse.py's choice of collective for the blocks, set alike on every rank."""
+    old, sparse.PAD_LIMIT_BYTES = sparse.PAD_LIMIT_BYTES, n
+    try:
+        yield
+    finally:
+        sparse.PAD_LIMIT_BYTES = old
+
+
+def check_sum_every_dtype_and_shape(c):
+    sum_matrix(c, 0)  # small blocks: the padded all_gather
+
+
+def check_sum_every_dtype_and_shape_all_to_allv(c):
+    with pad_limit(-1):
+        sum_matrix(c, 100)
+
+
+def check_sum_every_dtype_and_shape_padded_always(c):
+    with pad_limit(1 << 62):
+        sum_matrix(c, 200)
+
+
+def check_sum_one_rank_holds_most(c):
+    # Rank 0's block (3000 rows of 8 + 32 x 4 bytes) is far larger than the others' (7 rows):
+    # padding them all to it would add more than sparse.PAD_LIMIT_BYTES, so all_to_allv.
+    nnz = 3000 if c["rank"] == 0 else 7
+    t = sparse_input(c["rank"], 900, (5000, 32), 1, torch.float32, nnz=nnz)
+    dist.all_reduce(t)
+    want = sum(sparse_input(r, 900, (5000, 32), 1, torch.float32, nnz=3000 if r == 0 else 7)
+               .to_dense() for r in range(c["size"]))
+    assert t.is_coalesced() and torch.equal(t.to_dense(), want)
 
 
 def check_same_as_gloo_in_place(c):

@@ -157,7 +157,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
 
     def _sparse_allreduce(self, t, opts):
         # See sparse.py: the records, gathered before this returns (each rank needs every
-        # rank's to size its receive), then one all_to_allv of indices and values, issued as
+        # rank's to size its receive), then one collective of indices and values, issued as
         # the call asks (async or not) and summed into t when it completes.
         sparse.check_op(_reduce_op(opts), "all_reduce")
         plan = sparse.Plan(t, self.rank(), self.size(), "all_reduce")
@@ -167,8 +167,7 @@ class ProcessGroupWeft(dist.ProcessGroup):
         if not any(plan.nnz):  # nothing to exchange: every rank's sum is empty
             plan.finish()
             return self._completion.completed([t], "all_reduce")
-        args, kwargs = plan.buffers()
-        req = self._calls.all_to_allv(*args, **kwargs, async_op=_async(opts))
+        req = plan.issue(self._calls, _async(opts))
         return self._completion.submit(req, plan.finish, [t])
 
     @_guard("all_reduce_coalesced")

@@ -8,18 +8,23 @@ sums them itself:
   1. each rank coalesces its input (duplicates summed: fewer non-zeros to send) and all ranks
      all_gather a fixed-size record of it (nnz, sparse_dim, dense_dim, dtype, shape), so that
      each knows what every other will send, and all refuse alike a mismatch of shape or dtype;
-  2. one all_to_allv in which every rank sends the same block to every rank: its indices
-     (sparse_dim x nnz int64) then its values (nnz x the dense shape), packed as bytes, each block
-     padded to 8 bytes so that the next block's indices stay aligned;
+  2. one collective carries every rank's block: its indices (sparse_dim x nnz int64) then its
+     values (nnz x the dense shape), packed as bytes, each block padded to 8 bytes so that the next
+     block's indices stay aligned;
   3. each rank lays the blocks end to end as one uncoalesced tensor and coalesces it, which sums
      the entries of equal index; the input takes the result in place (Tensor.copy_, as gloo's).
 
-Why all_to_allv and not an all_gather padded to the largest block: the blocks differ in size
-(one rank may hold 0 non-zeros, another 10^5), and all_to_allv moves each block's exact bytes,
-where the padded all_gather moves size x the largest; per rank both send its block to p-1 peers
-and receive the other p-1 blocks, so neither moves more when the blocks are equal. And indices and
-values go as one buffer of bytes, so step 2 is one collective, not two (gloo runs an allgatherv
-for each).
+Which collective in step 2, chosen from the records (so every rank chooses alike): an all_gather
+of the blocks padded to the largest one, unless the padding would add more than PAD_LIMIT_BYTES
+in all (size x the largest block - the blocks' sum), then an all_to_allv in which every rank sends
+its block as it is to every rank. The all_gather costs fewer messages (weft's all_to_allv sends a
+count token to each peer ahead of the data), which is what small blocks pay for; the all_to_allv
+moves each block's exact bytes, which is what matters when one rank holds far more non-zeros
+than the others (the gradient of a table most of whose hot rows one rank's batch touched).
+results/2026-11-27-sparse-allreduce/ measured both: the padded all_gather 10-40% faster with up to
+1000 non-zero rows of 136 bytes per rank, the all_to_allv 1.2-1.5x faster with 10000 on one rank
+and 100 on the others. Indices and values go as one buffer of bytes, so step 2 is one collective,
+not two (gloo runs an allgatherv for each).
 """
 import hashlib
 
@@ -38,6 +43,9 @@ SUMMABLE = (torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, to
 _NNZ, _SPARSE, _DENSE, _DTYPE, _NDIM, _DIGEST, _FIRST = range(7)
 _SIZES = 9
 RECORD = _FIRST + _SIZES
+# Step 2 pads the blocks for an all_gather while that adds at most this many bytes in all; else
+# all_to_allv. -1: always all_to_allv. Every rank must use the same value (the tests set it).
+PAD_LIMIT_BYTES = 256 * 1024
 _ALIGN = 8  # bytes: an int64 index block must start at a multiple of its element size
 # torch 2.x warns on a sparse_coo_tensor() that does not say whether to check its indices; they
 # come from other ranks' coalesced tensors, so no check (as gloo's C++). torch 1.13 has no such
@@ -56,7 +64,7 @@ def check_op(reduce_op, what):
 
 class Plan:
     """One rank's part of a sparse all_reduce of tensor t over `size` ranks: the record to gather
-    (record), then, once agree() has read every rank's, the all_to_allv's buffers and counts, and
+    (record), then, once agree() has read every rank's, step 2's buffers (issue() runs it), and
     finish(), which writes the sum into t."""
 
     def __init__(self, t, rank, size, what):
@@ -89,9 +97,9 @@ class Plan:
 
     def agree(self):
         """Reads the gathered records: raises if a rank's tensor differs from this one in shape,
-        layout or dtype (every rank reads the same records, so all raise alike); else prepares
-        the all_to_allv: send_counts, send_displs, recv_counts, recv_displs in bytes and the
-        send and receive buffers (sendbuf, recvbuf)."""
+        layout or dtype (every rank reads the same records, so all raise alike); else chooses
+        step 2's collective (padded) and prepares its buffers (sendbuf, recvbuf) and, in bytes,
+        where each rank's block lands (recv_displs) and, for all_to_allv, its counts."""
         rows = self.records.view(self.size, RECORD).tolist()
         mine = rows[self.rank]
         unsummable = [r for r in range(self.size) if rows[r][_DTYPE] < 0]
@@ -111,11 +119,18 @@ class Plan:
         self.recv_counts = [_block_bytes(n, self.entry_bytes) for n in self.nnz]
         self.recv_displs = _prefix_sums(self.recv_counts)
         mine_bytes = self.recv_counts[self.rank]
-        self.send_counts = [mine_bytes] * self.size
-        self.send_displs = [0] * self.size  # every rank gets the same block
+        largest = max(self.recv_counts)
+        self.padded = self.size * largest - sum(self.recv_counts) <= PAD_LIMIT_BYTES
+        if self.padded:  # each block at a multiple of the largest
+            self.recv_displs = [r * largest for r in range(self.size)]
+            send_bytes, recv_bytes = largest, self.size * largest
+        else:
+            self.send_counts = [mine_bytes] * self.size
+            self.send_displs = [0] * self.size  # every rank gets the same block
+            send_bytes, recv_bytes = mine_bytes, sum(self.recv_counts)
         # At least one byte each: an empty tensor's data pointer may be NULL.
-        self.sendbuf = torch.zeros(max(mine_bytes, 1), dtype=torch.uint8)
-        self.recvbuf = torch.empty(max(sum(self.recv_counts), 1), dtype=torch.uint8)
+        self.sendbuf = torch.zeros(max(send_bytes, 1), dtype=torch.uint8)
+        self.recvbuf = torch.empty(max(recv_bytes, 1), dtype=torch.uint8)
         nnz = self.nnz[self.rank]
         index_bytes = 8 * self.sparse_dim * nnz
         if nnz:
@@ -123,12 +138,16 @@ class Plan:
             self.sendbuf[index_bytes:index_bytes + nnz * self.value_bytes].view(
                 self.t.dtype).copy_(self.values.reshape(-1))
 
-    def buffers(self):
-        """The all_to_allv's arguments: (sendbuf, send_counts, recvbuf, recv_counts) and its
-        keyword arguments, as weft Buffers of bytes."""
-        return ((tz.as_buffer(self.sendbuf, self.what), self.send_counts,
-                 tz.as_buffer(self.recvbuf, self.what), self.recv_counts),
-                {"send_displs": self.send_displs, "recv_displs": self.recv_displs})
+    def issue(self, calls, async_op):
+        """Step 2 on `calls` (the communicator as process_group._Calls calls it): what it
+        returns."""
+        send = tz.as_buffer(self.sendbuf, self.what)
+        recv = tz.as_buffer(self.recvbuf, self.what)
+        if self.padded:
+            return calls.all_gather(send, recv, async_op=async_op)
+        return calls.all_to_allv(send, self.send_counts, recv, self.recv_counts,
+                                 send_displs=self.send_displs, recv_displs=self.recv_displs,
+                                 async_op=async_op)
 
     def finish(self):
         """Sums every rank's non-zeros and writes the coalesced result into the input, in place
