@@ -5,8 +5,8 @@ through sparse.PAD_LIMIT_BYTES.
 
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
 per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
-nnz rows and the others nnz // 100. Per nnz: ITERS rounds, in each one call per backend on a
-fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
+nnz rows and the others nnz // 100. Per nnz: ITERS rounds, in each one call per backend (in an
+order rotated round by round) on a fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
 (the max over ranks of each call's time would include the barrier's skew). Run with torch's
 launcher:
 
@@ -54,9 +54,12 @@ def main():
         for name, group in groups.items():  # warm-up
             sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
             dist.all_reduce(src.clone(), group=group)
-        # Backends alternate call by call, so that the host's load drifts over all alike.
-        for _ in range(args.iters):
-            for name, group in groups.items():
+        # Backends alternate call by call, so that the host's load drifts over all alike, and
+        # each round starts with the next one, so that none always follows another.
+        names = list(groups)
+        for i in range(args.iters):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                group = groups[name]
                 sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
                 t = src.clone()
                 dist.barrier(group=group)
