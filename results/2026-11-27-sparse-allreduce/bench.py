@@ -6,13 +6,14 @@ through sparse.PAD_LIMIT_BYTES.
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
 per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
 nnz rows and the others nnz // 100. Per nnz: ITERS rounds, in each one call per backend (in an
-order rotated round by round) on a fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
+order drawn anew each round) on a fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
 (the max over ranks of each call's time would include the barrier's skew). Run with torch's
 launcher:
 
   python -m torch.distributed.run --nproc-per-node 3 bench.py [--nnz 10,1000,10000]
 """
 import argparse
+import random
 import statistics
 import time
 
@@ -54,11 +55,13 @@ def main():
         for name, group in groups.items():  # warm-up
             sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
             dist.all_reduce(src.clone(), group=group)
-        # Backends alternate call by call, so that the host's load drifts over all alike, and
-        # each round starts with the next one, so that none always follows another.
+        # Backends alternate call by call, so that the host's load drifts over all alike, in an
+        # order drawn anew each round (the same on every rank): a call right after gloo's was
+        # slower, so none may always follow it.
         names = list(groups)
         for i in range(args.iters):
-            for name in names[i % len(names):] + names[:i % len(names)]:
+            random.Random(i).shuffle(names)
+            for name in names:
                 group = groups[name]
                 sparse.PAD_LIMIT_BYTES = LIMITS.get(name, 0)
                 t = src.clone()
