@@ -6,9 +6,10 @@ through sparse.PAD_LIMIT_BYTES.
 The input is an embedding table's gradient: shape (ROWS, DIM) float32, sparse_dim 1, nnz rows
 per rank (rank-dependent indices, uncoalesced: every tenth row twice); with --skew, rank 0 holds
 nnz rows and the others nnz // 100. Per nnz: ITERS rounds, in each one call per backend (in an
-order drawn anew each round) on a fresh copy of the input after a barrier; the figure is the median over the timed calls of rank 0
-(the max over ranks of each call's time would include the barrier's skew). Run with torch's
-launcher:
+order drawn anew each round) on a fresh copy of the input after a barrier; the figure is the
+median over the timed calls of rank 0 (the max over ranks of each call's time would include the
+barrier's skew). Columns: ranks, nnz, weft, weft-a2av, weft-padded, gloo (ms), gloo / weft.
+Run with torch's launcher:
 
   python -m torch.distributed.run --nproc-per-node 3 bench.py [--nnz 10,1000,10000]
 """

@@ -17,14 +17,15 @@ sums them itself:
 Which collective in step 2, chosen from the records (so every rank chooses alike): an all_gather
 of the blocks padded to the largest one, unless the padding would add more than PAD_LIMIT_BYTES
 in all (size x the largest block - the blocks' sum), then an all_to_allv in which every rank sends
-its block as it is to every rank. The all_gather costs fewer messages (weft's all_to_allv sends a
-count token to each peer ahead of the data), which is what small blocks pay for; the all_to_allv
-moves each block's exact bytes, which is what matters when one rank holds far more non-zeros
-than the others (the gradient of a table most of whose hot rows one rank's batch touched).
-results/2026-11-27-sparse-allreduce/ measured both: the padded all_gather 10-40% faster with up to
-1000 non-zero rows of 136 bytes per rank, the all_to_allv 1.2-1.5x faster with 10000 on one rank
-and 100 on the others. Indices and values go as one buffer of bytes, so step 2 is one collective,
-not two (gloo runs an allgatherv for each).
+its block as it is to every rank. The all_to_allv moves each block's exact bytes, which is what
+matters when one rank holds far more non-zeros than the others (the gradient of a table most of
+whose hot rows one rank's batch touched): results/2026-11-27-sparse-allreduce/ measured the
+padded all_gather 1.1-1.5x slower with 10000 rows on one rank and 100 on the others. For small,
+near-even blocks the two measured alike on loopback; the all_gather is kept there for its
+message count (weft's all_to_allv sends a count token to each peer ahead of each part). Indices
+and values go as one buffer of bytes, so step 2 is one collective, not two (gloo runs an
+allgatherv for each). Step 1 runs before the call returns, even with async_op=True (each rank
+needs the records to size its receive); steps 2 and 3 as the call asks.
 """
 import hashlib
 
