@@ -31,7 +31,8 @@ turns its errors into a failed Work (see _guard) whose wait() and future raise t
 
 Tensors that are not contiguous go through a contiguous copy (copied back on completion); list
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
-flat staging tensor, so each is one weft operation.
+flat staging tensor, so each is one weft operation. all_reduce of a torch.sparse_coo tensor
+(SUM, as gloo's; DDP's sparse gradients) gathers each rank's non-zeros and sums them (sparse.py).
 """
 import contextlib
 import datetime
@@ -45,7 +46,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import Result, WeftError
-from . import bootstrap, p2p, tensors as tz
+from . import bootstrap, p2p, sparse, tensors as tz
 from ..buffers import Buffer
 from ..comm import P2POp
 from .completion import NO_REQUEST, Completion
@@ -146,12 +147,29 @@ class ProcessGroupWeft(dist.ProcessGroup):
     @_guard("all_reduce")
     def allreduce(self, tensors, opts=None):
         t = tz.single(tensors, "all_reduce")
+        if isinstance(t, torch.Tensor) and t.layout == torch.sparse_coo:
+            return self._sparse_allreduce(t, opts)
         op, factor = _op(opts, t, "all_reduce")
         io = _Staged(t, "all_reduce")
         if factor is not None:
             io.c.mul_(factor)  # in place anyway: the result overwrites it
         req = self._calls.all_reduce(io.buffer, op=op, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
+
+    def _sparse_allreduce(self, t, opts):
+        # See sparse.py: the records, gathered before this returns (each rank needs every
+        # rank's to size its receive), then one collective of indices and values, issued as
+        # the call asks (async or not) and summed into t when it completes.
+        sparse.check_op(_reduce_op(opts), "all_reduce")
+        plan = sparse.Plan(t, self.rank(), self.size(), "all_reduce")
+        self._calls.all_gather(tz.as_buffer(plan.record, "all_reduce"),
+                               tz.as_buffer(plan.records, "all_reduce"), async_op=False)
+        plan.agree()
+        if not any(plan.nnz):  # nothing to exchange: every rank's sum is empty
+            plan.finish()
+            return self._completion.completed([t], "all_reduce")
+        req = plan.issue(self._calls, _async(opts))
+        return self._completion.submit(req, plan.finish, [t])
 
     @_guard("all_reduce_coalesced")
     def allreduce_coalesced(self, tensors, opts=None):
