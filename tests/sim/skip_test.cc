@@ -1,7 +1,11 @@
 // skip_test.cc -- jumping over periodic stretches (sim_skip.h) against the full replay.
 //
 // Small slices give every op hundreds of slices while the buffers stay small: the skip has
-// something to jump over, and the full replay stays quick.
+// something to jump over, and the full replay stays quick. The model's constants are powers of
+// two, so every time the replay adds up is exact: a jump must then land on the full replay's
+// state exactly, and no rounding can tip a tie between two instants either way (README.md,
+// "Scale", says what rounding does with other constants).
+#include <cmath>
 #include <string>
 
 #include "tests/sim/sim_util.h"
@@ -12,6 +16,19 @@ using simtest::Model;
 
 const size_t kSlice = 256;    // bytes: 64 float32 elements
 const size_t kCount = 16384;  // elements: 256 slices for an op over the whole buffer
+
+// Times in multiples of 2^-35 s: sums stay exact far beyond these runs' seconds.
+sim_model_t ExactModel(int ranks_per_node) {
+  sim_model_t m = Model(kSlice);
+  m.alpha = std::ldexp(1.0, -17);  // 7.6 us
+  m.beta = std::ldexp(1.0, -33);   // 8.6 GB/s
+  m.inter_alpha = 3 * m.alpha;
+  m.inter_beta = 2 * m.beta;
+  m.gamma = std::ldexp(1.0, -32);
+  m.beta_mem = std::ldexp(1.0, -35);
+  m.ranks_per_node = ranks_per_node;
+  return m;
+}
 
 sim_result_t Simulate(sim_model_t m, int skip, const sim_call_t& c) {
   m.skip = skip;
@@ -33,10 +50,7 @@ bool Covered(weft_coll_t coll) {
 TEST(Skip, SameAsFullReplay) {
   long jumps = 0;
   for (int rpn : {0, 2}) {
-    sim_model_t m = Model(kSlice);
-    m.ranks_per_node = rpn;
-    m.inter_alpha = 3 * m.alpha;
-    m.inter_beta = 2 * m.beta;
+    sim_model_t m = ExactModel(rpn);
     for (int i = 0; i < algo_count(); i++) {
       const algo_entry_t* e = algo_at(i);
       if (!Covered(e->coll)) continue;
@@ -64,7 +78,7 @@ TEST(Skip, JumpsOverLongPipelines) {
   for (weft_algo_t algo : {WEFT_ALGO_TREE, WEFT_ALGO_RECURSIVE_DOUBLING}) {
     for (int p : {4, 8, 16}) {
       sim_call_t c = {WEFT_COLL_ALL_REDUCE, algo, p, 4 * kCount, WEFT_FLOAT32, 0};
-      sim_result_t r = Simulate(Model(kSlice), 1, c);
+      sim_result_t r = Simulate(ExactModel(0), 1, c);
       EXPECT_GE(r.skip_jumps, 1) << weft_algo_name(algo) << " p=" << p;
       EXPECT_GT(r.skipped_messages, r.messages / 2) << weft_algo_name(algo) << " p=" << p;
     }

@@ -36,6 +36,7 @@ struct sim_skip {
   int rank, stream, op; /* the trigger: op `op` on send stream `stream` of `rank`; -1: none */
   long seen, every;     /* its messages so far; a checkpoint every `every` of them */
   int fails;            /* checkpoints in a row that did not agree */
+  double recorded;      /* signature entries recorded so far: the skip's own cost */
   int due;
   sig_t sig[2];  /* the last two checkpoints, older first once `have` is 2 */
   int have;      /* how many of them hold one */
@@ -65,6 +66,9 @@ typedef struct {
  * periodic costs a signature per MAX_EVERY messages. */
 #define MAX_FAILS 6
 #define MAX_EVERY 64
+/* Signature entries recorded per message replayed, at most: beyond it checkpoints are spaced
+ * further apart (past MAX_EVERY too), so that a world that never repeats costs a few percent. */
+#define BUDGET 2
 
 static void put(walk_t *k, int kind, double v, double limit) {
   if (k->apply) {
@@ -347,14 +351,15 @@ void sim_skip_free(sim_world_t *w) {
 
 void sim_skip_started(sim_world_t *w, int from, int si, int op, size_t slice) {
   sim_skip_t *s = w->skip;
-  if (s->rank == from && s->stream == si) {
-    if (op == s->op) {
-      if (++s->seen % s->every == 0) s->due = 1;
+  if (s->rank >= 0) {
+    const sim_stream_t *t = &w->ranks[s->rank].streams[s->stream];
+    if (t->cur < t->nops && t->ops[t->cur] == s->op) {
+      if (from == s->rank && si == s->stream && ++s->seen % s->every == 0) s->due = 1;
       return;
     }
-    s->rank = -1; /* its op is done: choose again */
+    s->rank = -1; /* its op has started its last slice: another one takes over */
   }
-  if (s->rank >= 0 || op < 0) return;
+  if (op < 0) return;
   const sim_op_t *o = &w->ranks[from].ops[op];
   if (o->nslices - slice < (size_t)(MIN_WINDOWS * (w->m->window + 2))) return;
   s->rank = from;
@@ -383,6 +388,13 @@ weft_result_t sim_skip_round(sim_world_t *w) {
     forget(s);
     return WEFT_SUCCESS;
   }
+  if (s->recorded > BUDGET * (double)w->res.messages) {
+    s->every *= 2;
+    s->seen = 0;
+    s->fails = 0;
+    forget(s);
+    return WEFT_SUCCESS;
+  }
   /* Record into the slot after the newest. */
   int slot = s->have < 2 ? s->have : 0;
   if (s->have == 2) { /* drop the oldest: sig[1] becomes sig[0] */
@@ -397,6 +409,7 @@ weft_result_t sim_skip_round(sim_world_t *w) {
   walk_t k = {.s = s, .sig = g};
   walk(&k, w);
   if (k.oom) return oom();
+  s->recorded += (double)g->n;
   if (slot == 0) {
     s->have = 1;
     return WEFT_SUCCESS;
