@@ -44,7 +44,9 @@
  *   version, stale ones are skipped), for a link model that shares bandwidth: the network mode
  *   (`topo`, sim_net.h) plugs in there. It has no ports: a rank's streams may each have one
  *   message in flight at once, so a walk goes on past a pair it starts, and a pair whose send
- *   stream still has one stays in the wait lists, skipped, until its delivery. */
+ *   stream still has one stays in the wait lists, skipped, until its delivery.
+ * - Skipping: in the middle of long ops the replay repeats itself; sim_skip.h finds where and
+ *   jumps over whole periods at once (on by default, off in network mode and with a trace). */
 #ifndef WEFT_TOOLS_SIM_SIM_H_
 #define WEFT_TOOLS_SIM_SIM_H_
 
