@@ -60,7 +60,7 @@ typedef struct {
 
 /* A checkpoint is taken only on an op that has this many windows (plus margin) of slices left:
  * three checkpoints and a jump have to fit. */
-#define MIN_WINDOWS 8
+#define MIN_WINDOWS 16
 /* Checkpoints in a row that disagree before they are spaced twice as far apart, up to MAX_EVERY
  * messages: a world periodic over several trigger messages is found too, and one that is not
  * periodic costs a signature per MAX_EVERY messages. */
@@ -68,7 +68,7 @@ typedef struct {
 #define MAX_EVERY 64
 /* Signature entries recorded per message replayed, at most: beyond it checkpoints are spaced
  * further apart (past MAX_EVERY too), so that a world that never repeats costs a few percent. */
-#define BUDGET 2
+#define BUDGET 1
 
 static void put(walk_t *k, int kind, double v, double limit) {
   if (k->apply) {
