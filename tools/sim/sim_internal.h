@@ -1,5 +1,5 @@
 /* sim_internal.h -- private to the simulator's engine files (sim_build.c, sim_run.c, sim_heap.c,
- * sim_net.c). */
+ * sim_net.c, sim_skip.c). */
 #ifndef WEFT_TOOLS_SIM_SIM_INTERNAL_H_
 #define WEFT_TOOLS_SIM_SIM_INTERNAL_H_
 
