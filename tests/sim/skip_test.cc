@@ -10,6 +10,10 @@
 
 #include "tests/sim/sim_util.h"
 
+extern "C" {
+#include "tools/sim/topology.h"
+}
+
 namespace {
 
 using simtest::Model;
@@ -107,6 +111,23 @@ TEST(Skip, OffWithTrace) {
             WEFT_SUCCESS);
   EXPECT_EQ(r.skip_jumps, 0);
   EXPECT_EQ(traced, r.messages);
+}
+
+// Off in network mode: flows share links, which the signature does not cover. The same call
+// without the topology does jump.
+TEST(Skip, OffInNetworkMode) {
+  topo_t t;
+  topo_init(&t);
+  ASSERT_EQ(topo_parse(&t, "", "test"), WEFT_SUCCESS) << err_last();
+  sim_model_t m = ExactModel(4);
+  sim_call_t c = {
+      WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING, 8, 4 * kCount, WEFT_FLOAT32, 0};
+  EXPECT_GE(Simulate(m, 1, c).skip_jumps, 1);
+  m.topo = &t;
+  sim_result_t net = Simulate(m, 1, c);
+  EXPECT_EQ(net.skip_jumps, 0);
+  EXPECT_EQ(net.skipped_messages, 0);
+  topo_free(&t);
 }
 
 }  // namespace
