@@ -26,4 +26,10 @@ for step in desc recv-reduce-send recv-reduce-copy-send recv-copy-send recv-copy
   grep -q " us  $step\$" <<<"$out" || fail "--trace shows no $step message: $out"
 done
 ! grep -q " us  recv-reduce\$" <<<"$out" || fail "a fused ring has no plain recv-reduce: $out"
+# --skip off replays every slice; the default jumps over the periodic middle: the same table.
+on=$("$sim" -C all_reduce -A recursive_doubling -p 8 -b 4M -e 4M --slice 4K) || fail "skip: $on"
+off=$("$sim" -C all_reduce -A recursive_doubling -p 8 -b 4M -e 4M --slice 4K --skip off) ||
+  fail "--skip off: $off"
+[ "$on" == "$off" ] || fail "--skip on and off differ: $on / $off"
+"$sim" --help | grep -q -- "--skip on|off" || fail "--help does not list --skip"
 echo PASS

@@ -25,6 +25,7 @@ void sim_model_defaults(sim_model_t *m) {
   m->ranks_per_node = 0;
   m->headers = 1;
   m->topo = NULL;
+  m->skip = 1;
 }
 
 int sim_same_node(const sim_model_t *m, int a, int b) {
