@@ -404,6 +404,53 @@ TEST(AnySource, TcpReachesPeersNeverConnected) {
     }
 }
 
+// TCP with a job token, 5 ranks: rank 0's receive from any source dials rank 3 too, which
+// answers the dial's challenge while connecting elsewhere, after the receive has matched rank 2.
+// Rank 0 then stays away past the peer's deadline for the proof (TCP_ACCEPT_PROOF_MS, 5 s), so
+// rank 3 drops the lane; rank 0's next connect to rank 3 must open it again, not take it for
+// connected. About 6 s.
+TEST(AnySource, TcpDialLeftUnansweredIsRedone) {
+  auto res = mp_run(
+      5,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "tcp", 1);
+        setenv("WEFT_TIMEOUT_MS", "15000", 1);
+        setenv("WEFT_JOB_TOKEN", "dial token", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        int32_t v = rank, got = -1;
+        weft_result_t r = WEFT_SUCCESS;
+        if (rank == 0) {
+          int source = -1;
+          usleep(300 * 1000);  // every rank is past init, out of its listener, when the dial comes
+          r = weft_recv_any(&got, 1, WEFT_INT32, 0, &source, comm, nullptr);
+          if (r == WEFT_SUCCESS && (source != 2 || got != 2))
+            err = "source " + std::to_string(source) + ", value " + std::to_string(got);
+          usleep(6000 * 1000);
+          if (r == WEFT_SUCCESS) r = weft_send(&v, 1, WEFT_INT32, 3, comm, nullptr);
+          if (r == WEFT_SUCCESS) r = weft_recv(&got, 1, WEFT_INT32, 3, comm, nullptr);
+          if (r == WEFT_SUCCESS && err.empty() && got != 3) err = "from 3: " + std::to_string(got);
+        } else if (rank == 2) {
+          r = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
+        } else if (rank == 3) {
+          usleep(1000 * 1000);  // rank 0's dial is waiting at this rank's listener by now
+          r = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
+          if (r == WEFT_SUCCESS) r = weft_recv(&got, 1, WEFT_INT32, 0, comm, nullptr);
+          if (r == WEFT_SUCCESS) r = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
+          if (r == WEFT_SUCCESS && got != 0) err = "from 0: " + std::to_string(got);
+        } else if (rank == 1) {
+          r = weft_recv(&got, 1, WEFT_INT32, 3, comm, nullptr);
+        }
+        if (r != WEFT_SUCCESS) err = weft_last_error();
+        if (err.empty()) err = check_all_reduce(comm, WEFT_FLOAT32, WEFT_SUM, 64, false);
+        weft_comm_destroy(comm);
+        return err;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
 // TCP, 5 ranks: rank 2 dies before it ever connects to rank 0, and rank 3 (not connected to
 // rank 0 either) sends late. Rank 0's receive from any source still gets rank 3's message, and
 // the next one, which nobody sends, fails within the timeout instead of hanging.
