@@ -211,7 +211,8 @@ static weft_result_t on_ack(tcp_transport_t *t, int peer, int fd, const unsigned
   if (status != TCP_ACK_OK)
     return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", peer, where,
                     tcp_ack_reason(status));
-  if (token) /* A version 2 acceptor without a token refuses with UNEXPECTED_TOKEN instead. */
+  /* A version 2 acceptor without a token refuses with UNEXPECTED_TOKEN instead. */
+  if (token)
     return WEFT_ERR(WEFT_ERR_MISMATCH,
                     "rank %d at %s accepted the connection without checking the job token", peer,
                     where);
