@@ -83,6 +83,7 @@ typedef struct {
  * that may be busy elsewhere: it goes on across calls until every lane is acknowledged. */
 typedef struct {
   net_addr_t addr;
+  char where[NET_ADDR_STRLEN]; /* addr as text, for messages */
   int restarts; /* lanes the peer dropped before acknowledging them, opened again */
   dial_lane_t lanes[XFER_MAX_LANES];
 } dial_t;
@@ -404,11 +405,9 @@ static weft_result_t dial_lane(tcp_transport_t *t, int peer, dial_t *d, dial_lan
 
 /* Moves the dial to `peer` on; *done once every lane is acknowledged. */
 static weft_result_t dial_advance(tcp_transport_t *t, int peer, dial_t *d, int *done) {
-  char where[96];
-  net_addr_str(&d->addr, where, sizeof where);
   *done = 1;
   for (int i = 0; i < t->nlanes; i++) {
-    WEFT_CHECK(dial_lane(t, peer, d, &d->lanes[i], where));
+    WEFT_CHECK(dial_lane(t, peer, d, &d->lanes[i], d->where));
     if (d->lanes[i].phase != DIAL_DONE) *done = 0;
   }
   return WEFT_SUCCESS;
@@ -419,6 +418,7 @@ static weft_result_t dial_start(tcp_transport_t *t, int peer, const net_addr_t *
   dial_t *d = calloc(1, sizeof *d);
   if (!d) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
   d->addr = *addr;
+  net_addr_str(addr, d->where, sizeof d->where);
   for (int i = 0; i < XFER_MAX_LANES; i++) {
     d->lanes[i].fd = -1;
     d->lanes[i].need = TCP_ACK_BYTES;

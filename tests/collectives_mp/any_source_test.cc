@@ -4,6 +4,7 @@
 // the refusal inside a larger group.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -628,6 +629,68 @@ TEST(AnySource, DISABLED_PingPongLatency) {
         120000);
     EXPECT_EQ(mp_summary(res), "") << transport;
   }
+}
+
+// The cost of watching peers not connected yet: TCP, 5 ranks, rank 0 round trips with rank 1
+// while ranks 2 and 3 (never connected to rank 0) stay out of weft, so that its receives from any
+// source keep a dial to each of them in progress. Run like the one above ('*PingPong*').
+TEST(AnySource, DISABLED_PingPongWithPeersNotConnected) {
+  auto* stop = static_cast<int*>(
+      mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(stop, MAP_FAILED);
+  *stop = 0;
+  auto res = mp_run(
+      5,
+      [&](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "tcp", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        if (rank > 1) {
+          while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) usleep(1000);
+          weft_comm_destroy(comm);
+          return "";
+        }
+        const int kRounds = 7, kIters = 2000;
+        std::vector<double> named, any;
+        int32_t v = 0;
+        for (int round = 0; round < 2 * kRounds; round++) {
+          bool use_any = round % 2 == 1;
+          auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < kIters; i++) {
+            weft_result_t a, b;
+            if (rank == 0) {
+              a = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
+              b = use_any ? weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr)
+                          : weft_recv(&v, 1, WEFT_INT32, 1, comm, nullptr);
+            } else {
+              b = weft_recv(&v, 1, WEFT_INT32, 0, comm, nullptr);
+              a = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
+            }
+            if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
+          }
+          double us =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count() /
+              kIters;
+          (use_any ? any : named).push_back(us);
+        }
+        if (rank == 0) {
+          std::sort(named.begin(), named.end());
+          std::sort(any.begin(), any.end());
+          printf(
+              "tcp, 5 ranks, 2 not connected to rank 0: round trip, receiving by name %.2f us, "
+              "from any source %.2f us (medians of %d rounds of %d)\n",
+              named[kRounds / 2], any[kRounds / 2], kRounds, kIters);
+          fflush(stdout);
+          __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+        }
+        weft_comm_destroy(comm);
+        return "";
+      },
+      120000);
+  munmap(stop, sizeof(int));
+  EXPECT_EQ(mp_summary(res), "");
 }
 
 }  // namespace
