@@ -79,12 +79,17 @@ typedef struct {
   unsigned char ack[TCP_ACK_BYTES + TCP_PROVE_BYTES];
 } dial_lane_t;
 
+/* How often connect_pending moves a dial on: the peer answers when its own acceptor runs, so
+ * looking at every turn of a receive from any source would only cost the receive system calls. */
+#define DIAL_PERIOD_NS 50000
+
 /* A connect to a higher rank started by a receive from any source, which cannot wait for a peer
  * that may be busy elsewhere: it goes on across calls until every lane is acknowledged. */
 typedef struct {
   net_addr_t addr;
   char where[NET_ADDR_STRLEN]; /* addr as text, for messages */
   int restarts; /* lanes the peer dropped before acknowledging them, opened again */
+  int64_t next_ns; /* connect_pending moves it on no sooner than this (DIAL_PERIOD_NS) */
   dial_lane_t lanes[XFER_MAX_LANES];
 } dial_t;
 
@@ -759,13 +764,16 @@ static weft_result_t tcp_connect_pending(transport_t *base, int peer, const void
                                          conn_t **out) {
   tcp_transport_t *t = (tcp_transport_t *)base;
   *out = NULL;
-  WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, 0, NULL));
   if (peer < t->rank) {
+    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, 0, NULL));
     if (tcp_acceptor_arrived(t->acc, peer) < t->nlanes) return WEFT_SUCCESS;
     return tcp_connect(base, peer, peer_blob, out);
   }
   if (!t->dials[peer])
     WEFT_CHECK_CTX(dial_start(t, peer, peer_blob, &t->dials[peer]), "connect to rank %d", peer);
+  int64_t now = clock_now_ns();
+  if (now < t->dials[peer]->next_ns) return WEFT_SUCCESS;
+  t->dials[peer]->next_ns = now + DIAL_PERIOD_NS;
   int done = 0;
   weft_result_t res = dial_advance(t, peer, t->dials[peer], &done);
   if (res != WEFT_SUCCESS) {
