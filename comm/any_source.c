@@ -18,6 +18,7 @@
  * dialed), so every peer can reach the receive whatever the rank order. A peer that cannot be
  * connected (it is gone) counts as closed for the rest of the receive. */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -101,12 +102,20 @@ static weft_result_t match(weft_comm_t *c, int tag, size_t count, unsigned char 
                       "has closed its connection or cannot be reached (did they exit or fail?)",
                       c->rank, tag, count);
     int64_t waited = clock_now_ms() - start;
-    if (waited >= timeout)
+    if (waited >= timeout) {
+      int gone = 0, first = -1;
+      for (int p = 0; p < n; p++)
+        if (unreached[p] && gone++ == 0) first = p;
+      char why[96] = "";
+      if (gone > 0)
+        snprintf(why, sizeof why, " (%d rank(s) could not be connected, rank %d first: gone?)",
+                 gone, first);
       return WEFT_ERR(WEFT_ERR_TIMEOUT,
                       "rank %d: receive from any source (tag %d, %zu elements): no message with "
-                      "that tag arrived from any rank within %d ms (WEFT_TIMEOUT_MS): is a rank "
+                      "that tag arrived from any rank within %d ms (WEFT_TIMEOUT_MS)%s: is a rank "
                       "sending it?",
-                      c->rank, tag, count, (int)waited);
+                      c->rank, tag, count, (int)waited, why);
+    }
     nap(turn);
   }
 }
