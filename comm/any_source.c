@@ -11,8 +11,15 @@
  * Turns go round the peers starting after the one matched last: messages that arrived within one
  * turn go round robin, so a sender that keeps sending cannot starve the others. Between turns the
  * receive yields the core, then sleeps a little longer each time, up to 1 ms: the streams give no
- * one thing to block on, since a peer not connected yet may appear at any time. */
+ * one thing to block on, since a peer not connected yet may appear at any time.
+ *
+ * A peer not connected yet is watched through the transport's connect_pending, which connects
+ * without waiting (over TCP: a lower rank that has connected to us is taken, a higher one is
+ * dialed), so every peer can reach the receive whatever the rank order. A peer that cannot be
+ * connected (it is gone) counts as closed for the rest of the receive. */
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "collectives/executor.h"
@@ -46,7 +53,9 @@ static weft_result_t watch(weft_comm_t *c, int peer, conn_t **conn) {
   return WEFT_SUCCESS;
 }
 
-weft_result_t comm_match_any_source(weft_comm_t *c, int tag, size_t count, int *peer) {
+/* `unreached` (one byte per rank) marks the peers that could not be connected. */
+static weft_result_t match(weft_comm_t *c, int tag, size_t count, unsigned char *unreached,
+                           int *peer) {
   int n = c->nranks, timeout = c->config.timeout_ms;
   int64_t start = clock_now_ms();
   for (int turn = 0;; turn++) {
@@ -58,9 +67,18 @@ weft_result_t comm_match_any_source(weft_comm_t *c, int tag, size_t count, int *
     int open = 0;
     for (int k = 1; k <= n; k++) {
       int p = (c->any_last + k) % n;
-      if (p == c->rank) continue;
+      if (p == c->rank || unreached[p]) continue;
       conn_t *conn;
-      WEFT_CHECK_CTX(watch(c, p, &conn), "rank %d: receive from any source", c->rank);
+      weft_result_t res = watch(c, p, &conn);
+      /* Gone or unreachable counts as closed; anything else (a job token that differs, an
+       * abort, no memory) is this receive's failure. */
+      if (res != WEFT_SUCCESS && res != WEFT_ERR_REMOTE && res != WEFT_ERR_SYSTEM &&
+          res != WEFT_ERR_TIMEOUT)
+        return err_context(res, "rank %d: receive from any source", c->rank);
+      if (res != WEFT_SUCCESS) {
+        unreached[p] = 1; /* gone, like a closed connection; the others may still send */
+        continue;
+      }
       if (!conn) {
         open++; /* it may still connect */
         continue;
@@ -81,15 +99,32 @@ weft_result_t comm_match_any_source(weft_comm_t *c, int tag, size_t count, int *
     if (open == 0)
       return WEFT_ERR(WEFT_ERR_REMOTE,
                       "rank %d: receive from any source (tag %d, %zu elements): every other rank "
-                      "has closed its connection (did they exit or fail?)",
+                      "has closed its connection or cannot be reached (did they exit or fail?)",
                       c->rank, tag, count);
     int64_t waited = clock_now_ms() - start;
-    if (waited >= timeout)
+    if (waited >= timeout) {
+      int gone = 0, first = -1;
+      for (int p = 0; p < n; p++)
+        if (unreached[p] && gone++ == 0) first = p;
+      char why[96] = "";
+      if (gone > 0)
+        snprintf(why, sizeof why, " (%d rank(s) could not be connected, rank %d first: gone?)",
+                 gone, first);
       return WEFT_ERR(WEFT_ERR_TIMEOUT,
                       "rank %d: receive from any source (tag %d, %zu elements): no message with "
-                      "that tag arrived from any rank within %d ms (WEFT_TIMEOUT_MS): is a rank "
+                      "that tag arrived from any rank within %d ms (WEFT_TIMEOUT_MS)%s: is a rank "
                       "sending it?",
-                      c->rank, tag, count, (int)waited);
+                      c->rank, tag, count, (int)waited, why);
+    }
     nap(turn);
   }
+}
+
+weft_result_t comm_match_any_source(weft_comm_t *c, int tag, size_t count, int *peer) {
+  unsigned char *unreached = calloc((size_t)c->nranks, 1);
+  if (!unreached)
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: receive from any source: out of memory", c->rank);
+  weft_result_t res = match(c, tag, count, unreached, peer);
+  free(unreached);
+  return res;
 }

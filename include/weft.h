@@ -339,10 +339,11 @@ weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int 
  * group of several ops (WEFT_ERR_INVALID_ARGUMENT): a group posts all its ops at once, and an op
  * whose peer is not known yet could not take its place in a pair's ordered stream. Peers are
  * watched over their connections: over shared memory every peer of the host (a sender's first
- * message creates the connection); over TCP the peers this rank is connected to (its ring
- * neighbours from init, and any peer an earlier send or receive between the two connected) and
- * lower ranks that connect to it; a higher-ranked TCP peer not yet connected cannot reach it, as
- * TCP's higher rank waits for the lower to connect. Verbs connections cannot be looked at
+ * message creates the connection); over TCP every peer as well, whether or not the two have
+ * connected before: a lower rank that connects to this one is taken as it arrives, and a higher
+ * rank not yet connected (which waits for the lower to connect) is dialed by the receive without
+ * waiting on it, so a peer busy elsewhere holds nothing up; one that cannot be reached (gone)
+ * counts as closed. Verbs connections cannot be looked at
  * before a receive: a receive from any source that meets one fails with WEFT_ERR_UNSUPPORTED.
  * The matched rank goes to *source (may be NULL). */
 #define WEFT_ANY_SOURCE (-2)

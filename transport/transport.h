@@ -121,8 +121,10 @@ struct transport_ops {
    * (or a receive is posted); TRANSPORT_PEEK_CLOSED when the peer is gone and nothing waits. The
    * next post_recv takes the same bytes. `len` is at most one slice. */
   weft_result_t (*peek_recv)(conn_t *c, void *buf, size_t len, int *state);
-  /* Connects to `peer` only if it has already started connecting to this rank, without waiting
-   * for it: *out is NULL otherwise. */
+  /* Connects to `peer` without waiting for it: *out is the connection once it is made, NULL
+   * while it is not. A transport whose connection waits on this rank (TCP's lower rank connects)
+   * starts that connect here and moves it on at each call; a later connect() finishes it rather
+   * than opening a second connection. An error means the peer cannot be connected (gone). */
   weft_result_t (*connect_pending)(transport_t *t, int peer, const void *peer_blob, conn_t **out);
 };
 
