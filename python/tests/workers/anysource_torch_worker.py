@@ -1,6 +1,6 @@
 """One rank of test_any_source.py, the torch backend's side: dist.recv without src returns the
 sender (recv_anysource and the Work's _source_rank), dist.irecv without src works, tags match,
-the autograd profiler changes nothing, and a count mismatch names both counts. Rank 0 receives,
+the autograd and torch profilers change nothing, and a count mismatch names both counts. Rank 0 receives,
 every other rank sends."""
 import os
 
@@ -96,6 +96,21 @@ def check_under_the_autograd_profiler(c):
     x = torch.ones(3)
     dist.all_reduce(x)
     assert torch.equal(x, torch.full((3,), float(size)))
+
+
+@checked
+def check_under_the_torch_profiler(c):
+    rank, size = c["rank"], c["size"]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        if rank > 0:
+            dist.send(stamp(rank, 10), 0)
+        else:
+            for _ in range(size - 1):
+                got = torch.zeros(6)
+                work = dist.irecv(got)
+                work.wait()
+                src = work._source_rank()
+                assert torch.equal(got, stamp(src, 10)), (src, got)
 
 
 def check_count_mismatch_names_both(c):
