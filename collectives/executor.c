@@ -117,6 +117,32 @@ static void agree_encode(unsigned char *p, const coll_desc_t *d, const sched_agr
   memcpy(p + 16, q, sizeof q);
 }
 
+weft_result_t exec_peek_p2p(conn_t *conn, int *state, int *tag, weft_dtype_t *dtype,
+                            size_t *count) {
+  if (!conn->ops->peek_recv)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "the %s transport to rank %d cannot look at a message before receiving it, "
+                    "which a receive from any source needs",
+                    conn->ops->name, conn->peer);
+  unsigned char p[AGREE_BYTES];
+  WEFT_CHECK(conn->ops->peek_recv(conn, p, sizeof p, state));
+  if (*state != TRANSPORT_PEEK_READY) return WEFT_SUCCESS;
+  uint32_t w[4];
+  uint64_t q[2];
+  memcpy(w, p, sizeof w);
+  memcpy(q, p + 16, sizeof q);
+  /* A p2p token says so in its first two words; a call description or a collective's data
+   * that happened to start with them would be taken for one (2^-64 for random data). */
+  if (w[0] != AGREE_MAGIC || w[1] != (uint32_t)WEFT_COLL_P2P_GROUP || q[1] != 0) {
+    *state = TRANSPORT_PEEK_EMPTY;
+    return WEFT_SUCCESS;
+  }
+  *tag = (int)w[2];
+  *dtype = (weft_dtype_t)w[3];
+  *count = (size_t)q[0];
+  return WEFT_SUCCESS;
+}
+
 /* The token of op `oi` from `peer` has arrived: its values against this rank's. Both ranks of a
  * pair check the other's token, so a disagreement fails both, each naming both sides. */
 static weft_result_t check_agree(run_t *r, int peer, int oi) {

@@ -83,6 +83,13 @@ weft_result_t exec_device_queue(exec_ctx_t *ctx, dev_queue_t **out);
 
 void exec_ctx_release(exec_ctx_t *ctx);
 
+/* The next message waiting on `conn`, looked at without taking it, when it is the token a p2p
+ * group sends ahead of each message (p2p.c): *state TRANSPORT_PEEK_READY and its tag, dtype and
+ * count. EMPTY while nothing has arrived, or when what waits is anything else (a collective's
+ * call description or data, which no receive from any source may take); CLOSED when the peer is
+ * gone. A receive from any source (comm/any_source.c) picks its peer by it. */
+weft_result_t exec_peek_p2p(conn_t *conn, int *state, int *tag, weft_dtype_t *dtype, size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

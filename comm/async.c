@@ -374,6 +374,14 @@ weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count,
   return weft_call_async(&k, comm, req);
 }
 
+weft_result_t weft_irecv_any(void *buf, size_t count, weft_dtype_t dtype, int tag, int *source,
+                             weft_comm_t *comm, weft_request_t **req) {
+  weft_p2p_op_t op = {WEFT_COLL_RECV, buf, count, dtype, WEFT_ANY_SOURCE, tag};
+  weft_call_t k = {
+      .coll = WEFT_COLL_P2P_GROUP, .ops = &op, .nops = 1, .root = -1, .source = source};
+  return weft_call_async(&k, comm, req);
+}
+
 weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               int root, weft_comm_t *comm, weft_request_t **req) {
   weft_call_t k = {.coll = WEFT_COLL_BROADCAST,

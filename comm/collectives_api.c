@@ -123,7 +123,8 @@ static weft_result_t check_call(const weft_comm_t *c, const weft_call_t *k, call
   if ((unsigned)k->algo >= WEFT_NUM_ALGOS)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: %s: unknown algorithm %d", rank, name,
                     (int)k->algo);
-  if (is_rooted(k->coll) && (k->root < 0 || k->root >= c->nranks))
+  int any_source = k->coll == WEFT_COLL_RECV && k->root == WEFT_ANY_SOURCE;
+  if (is_rooted(k->coll) && !any_source && (k->root < 0 || k->root >= c->nranks))
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: %s: %s %d is out of range for a world of size %d", rank, name,
                     k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV ? "peer" : "root",
@@ -305,7 +306,13 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
 
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
-  if (k && k->coll == WEFT_COLL_P2P_GROUP) return comm_p2p_group(c, k->ops, k->nops);
+  if (k && k->coll == WEFT_COLL_P2P_GROUP) {
+    /* `source` only for a lone receive from any source: callers built before it existed never
+     * make one, and their weft_call_t ends before it. */
+    int lone_any = k->nops == 1 && k->ops && k->ops[0].kind == WEFT_COLL_RECV &&
+                   k->ops[0].peer == WEFT_ANY_SOURCE;
+    return comm_p2p_group(c, k->ops, k->nops, lone_any ? k->source : NULL);
+  }
   WEFT_CHECK(check_call(c, k, &sh));
   if (k->coll == WEFT_COLL_SEND || k->coll == WEFT_COLL_RECV) return comm_p2p_single(c, k);
   int device = 0;
@@ -600,6 +607,14 @@ weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int 
                                weft_comm_t *comm, weft_stream_t stream) {
   weft_p2p_op_t op = {WEFT_COLL_RECV, buf, count, dtype, peer, tag};
   return weft_p2p_group(&op, 1, comm, stream);
+}
+
+weft_result_t weft_recv_any(void *buf, size_t count, weft_dtype_t dtype, int tag, int *source,
+                            weft_comm_t *comm, weft_stream_t stream) {
+  weft_p2p_op_t op = {WEFT_COLL_RECV, buf, count, dtype, WEFT_ANY_SOURCE, tag};
+  weft_call_t k = {
+      .coll = WEFT_COLL_P2P_GROUP, .ops = &op, .nops = 1, .root = -1, .source = source};
+  return weft_call(&k, comm, stream);
 }
 
 weft_result_t weft_p2p_group(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,

@@ -56,6 +56,7 @@ struct weft_comm {
   uint64_t seq; /* collectives called so far; travels in every call description */
   uint64_t *sent_to, *recv_from; /* send/recv messages per peer, for their descriptions */
   uint64_t groups;               /* p2p groups run so far, to name them in messages */
+  int any_last; /* the peer a receive from any source last matched: the next looks after it */
   algo_policy_t algo_policy;     /* what WEFT_ALGO forces */
   struct msccl_program *algo_prog; /* WEFT_ALGO_FILE or weft_comm_load_algo's program, or NULL */
   /* The automatic choice's models, the same on every rank: model for host buffers, dev_model for
@@ -206,7 +207,10 @@ void comm_resident_release(weft_comm_t *comm);
  * weft_recv run as groups of one (comm_p2p_single). */
 weft_result_t comm_check_group(const weft_comm_t *comm, const weft_p2p_op_t *ops, int nops);
 weft_result_t comm_group_device(weft_comm_t *comm, const weft_p2p_op_t *ops, int nops, int *device);
-weft_result_t comm_p2p_group(weft_comm_t *comm, const weft_p2p_op_t *ops, int nops);
+/* source: where a lone receive from WEFT_ANY_SOURCE writes the rank it matched (NULL: nowhere). */
+weft_result_t comm_p2p_group(weft_comm_t *comm, const weft_p2p_op_t *ops, int nops, int *source);
+/* any_source.c: the peer whose next p2p message to this rank carries `tag` (weft.h's rules). */
+weft_result_t comm_match_any_source(weft_comm_t *comm, int tag, size_t count, int *peer);
 weft_result_t comm_p2p_single(weft_comm_t *comm, const weft_call_t *call);
 
 /* Where the buffers of `call` live (device memory when *device), checked for mixing; host

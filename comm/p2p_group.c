@@ -33,6 +33,13 @@ static weft_result_t check_op(const weft_comm_t *c, const weft_p2p_op_t *o, int 
   if (esize == 0)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "rank %d: p2p group op %d (%s): unknown dtype %d",
                     rank, i, name, (int)o->dtype);
+  if (o->peer == WEFT_ANY_SOURCE)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: p2p group op %d (%s): peer WEFT_ANY_SOURCE is for a receive of its "
+                    "own (weft_recv_any, or a group of that one op) on host buffers without a "
+                    "stream: a group posts its ops together, and an op whose peer is not known "
+                    "yet has no place in a pair's ordered stream",
+                    rank, i, name);
   if (o->peer < 0 || o->peer >= c->nranks)
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
                     "rank %d: p2p group op %d (%s): peer %d is out of range for a world of size "
@@ -85,7 +92,43 @@ weft_result_t comm_group_device(weft_comm_t *c, const weft_p2p_op_t *ops, int no
   return WEFT_SUCCESS;
 }
 
-weft_result_t comm_p2p_group(weft_comm_t *c, const weft_p2p_op_t *ops, int nops) {
+/* A lone receive from WEFT_ANY_SOURCE: checked as a named one, then matched to the peer whose
+ * next message carries its tag (any_source.c), then run as a receive from that peer, whose token
+ * check reports a count or dtype that disagrees. */
+static weft_result_t recv_any_source(weft_comm_t *c, const weft_p2p_op_t *any, int *source) {
+  WEFT_CHECK(comm_check_usable(c));
+  if (c->nranks < 2)
+    return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT,
+                    "rank %d: receive from any source on a communicator of one rank: no rank can "
+                    "send to it",
+                    c->rank);
+  weft_p2p_op_t op = *any;
+  op.peer = (c->rank + 1) % c->nranks; /* for the checks; replaced by the match */
+  WEFT_CHECK(comm_check_group(c, &op, 1));
+  int device = 0;
+  WEFT_CHECK(comm_group_device(c, &op, 1, &device));
+  if (device)
+    return WEFT_ERR(WEFT_ERR_UNSUPPORTED,
+                    "rank %d: receive from any source into device memory: not supported (receive "
+                    "into host memory, or name the peer)",
+                    c->rank);
+  weft_result_t res = comm_match_any_source(c, op.tag, op.count, &op.peer);
+  if (res != WEFT_SUCCESS) {
+    if (c->config.debug >= 1) fprintf(stderr, "weft: %s\n", err_last());
+    /* As a named receive that gives up: the communicator is marked failed. */
+    return res == WEFT_ERR_ABORTED ? res : comm_fail(c, res);
+  }
+  res = comm_p2p_group(c, &op, 1, NULL);
+  if (res != WEFT_SUCCESS)
+    return err_context(res, "receive from any source (tag %d), matched with rank %d", op.tag,
+                       op.peer);
+  if (source) *source = op.peer;
+  return WEFT_SUCCESS;
+}
+
+weft_result_t comm_p2p_group(weft_comm_t *c, const weft_p2p_op_t *ops, int nops, int *source) {
+  if (nops == 1 && ops && ops[0].kind == WEFT_COLL_RECV && ops[0].peer == WEFT_ANY_SOURCE)
+    return recv_any_source(c, &ops[0], source);
   WEFT_CHECK(comm_check_group(c, ops, nops));
   int device = 0;
   WEFT_CHECK(comm_group_device(c, ops, nops, &device));
@@ -143,5 +186,6 @@ weft_result_t comm_p2p_single(weft_comm_t *c, const weft_call_t *k) {
   weft_p2p_op_t op = {k->coll,  k->coll == WEFT_COLL_SEND ? (void *)k->sendbuf : k->recvbuf,
                       k->count, k->dtype,
                       k->root,  0};
-  return comm_p2p_group(c, &op, 1);
+  int any = k->coll == WEFT_COLL_RECV && k->root == WEFT_ANY_SOURCE; /* else `source` is unread */
+  return comm_p2p_group(c, &op, 1, any ? k->source : NULL);
 }

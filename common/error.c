@@ -9,13 +9,20 @@
  * when several threads drive several communicators. */
 static _Thread_local char last_error[ERR_MSG_MAX];
 
+/* What every timeout's message starts with: torch's backends and the tools that read their logs
+ * recognize a timeout by these words. */
+static const char timed_out[] = "Timed out: ";
+
+static int starts_timed_out(const char *s) { return strncmp(s, timed_out, strlen(timed_out)) == 0; }
+
 weft_result_t err_set(weft_result_t code, const char *file, int line, const char *fmt, ...) {
   char msg[ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(last_error, sizeof last_error, "%s [%s:%d]", msg, file, line);
+  const char *lead = code == WEFT_ERR_TIMEOUT && !starts_timed_out(msg) ? timed_out : "";
+  snprintf(last_error, sizeof last_error, "%s%s [%s:%d]", lead, msg, file, line);
   return code;
 }
 
@@ -27,7 +34,11 @@ weft_result_t err_context(weft_result_t code, const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, last_error, sizeof old);
-  snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
+  /* A timeout's leading words stay first; the context goes after them. */
+  if (starts_timed_out(old))
+    snprintf(last_error, sizeof last_error, "%s%s: %s", timed_out, prefix, old + strlen(timed_out));
+  else
+    snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
   return code;
 }
 

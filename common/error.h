@@ -2,7 +2,10 @@
  *
  * A failing function records a message for the calling thread with WEFT_ERR() and returns the
  * code; callers either return it unchanged (WEFT_CHECK) or add what they know (err_context), so
- * the final message reads outside-in: "rank 2: all_reduce: recv from rank 1: peer closed ...". */
+ * the final message reads outside-in: "rank 2: all_reduce: recv from rank 1: peer closed ...".
+ * A WEFT_ERR_TIMEOUT message starts with "Timed out: " (the words torch's backends use for a
+ * timeout, which tools match), and context goes after those words: "Timed out: rank 0: barrier
+ * #1 (...): no progress for 1000 ms (WEFT_TIMEOUT_MS) receiving from rank 1 at step 0 ...". */
 #ifndef WEFT_COMMON_ERROR_H_
 #define WEFT_COMMON_ERROR_H_
 
@@ -14,11 +17,13 @@ extern "C" {
 
 #define ERR_MSG_MAX 1024
 
-/* Records "<message> [file:line]" as this thread's last error and returns `code`. */
+/* Records "<message> [file:line]" as this thread's last error and returns `code`; for
+ * WEFT_ERR_TIMEOUT, "Timed out: <message> [file:line]" (unless the message starts so already). */
 weft_result_t err_set(weft_result_t code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Prefixes this thread's last error with "<context>: " and returns `code` unchanged. */
+/* Prefixes this thread's last error with "<context>: " (after its leading "Timed out: ", if any)
+ * and returns `code` unchanged. */
 weft_result_t err_context(weft_result_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -319,6 +319,37 @@ weft_result_t weft_send_tagged(const void *buf, size_t count, weft_dtype_t dtype
 weft_result_t weft_recv_tagged(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
                                weft_comm_t *comm, weft_stream_t stream);
 
+/* Receive from any source (MPI_ANY_SOURCE): pass WEFT_ANY_SOURCE as the peer of weft_recv or
+ * weft_recv_tagged, or call weft_recv_any to learn which rank was matched. The receive takes the
+ * next message of any one peer whose next p2p message to this rank carries the receive's tag;
+ * count and dtype must then agree as for a named receive (WEFT_ERR_MISMATCH naming both). Rules:
+ *  - messages from one sender are never overtaken: each peer's messages are taken in the order it
+ *    sent them, and a peer whose next message has another tag is passed over (its message stays
+ *    for a later receive);
+ *  - when several senders' messages are waiting, the first to arrive wins as far as this rank can
+ *    see it (the receive looks at every peer in turns, yielding the core between them and, once
+ *    it has waited a while, sleeping up to 1 ms); messages that arrived within one turn go to the
+ *    lowest rank after the last one matched (round robin, so no sender starves), and the others
+ *    stay for the next receive;
+ *  - nothing arriving within WEFT_TIMEOUT_MS fails with WEFT_ERR_TIMEOUT naming the receive, its
+ *    tag and "any source", and marks the communicator failed, as a named receive that times out;
+ *    a peer that exits is passed over, and once every peer watched has closed its connection (and
+ *    none is left that might still connect) the receive fails at once with WEFT_ERR_REMOTE.
+ * Host buffers only (a device buffer: WEFT_ERR_UNSUPPORTED), without a stream, and not inside a
+ * group of several ops (WEFT_ERR_INVALID_ARGUMENT): a group posts all its ops at once, and an op
+ * whose peer is not known yet could not take its place in a pair's ordered stream. Peers are
+ * watched over their connections: over shared memory every peer of the host (a sender's first
+ * message creates the connection); over TCP every peer as well, whether or not the two have
+ * connected before: a lower rank that connects to this one is taken as it arrives, and a higher
+ * rank not yet connected (which waits for the lower to connect) is dialed by the receive without
+ * waiting on it, so a peer busy elsewhere holds nothing up; one that cannot be reached (gone)
+ * counts as closed. Verbs connections cannot be looked at
+ * before a receive: a receive from any source that meets one fails with WEFT_ERR_UNSUPPORTED.
+ * The matched rank goes to *source (may be NULL). */
+#define WEFT_ANY_SOURCE (-2)
+weft_result_t weft_recv_any(void *buf, size_t count, weft_dtype_t dtype, int tag, int *source,
+                            weft_comm_t *comm, weft_stream_t stream);
+
 /* One send or receive of a group. */
 typedef struct {
   weft_coll_t kind; /* WEFT_COLL_SEND or WEFT_COLL_RECV */
@@ -364,6 +395,9 @@ typedef struct {
    * ncclScalarDevice factor. Read for no other op. */
   const void *scalar;
   int scalar_on_device;
+  /* A recv with root WEFT_ANY_SOURCE, or a group of one such op: where the matched rank is
+   * written once the receive completes (NULL: not wanted). Read for no other call. */
+  int *source;
 } weft_call_t;
 
 weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_t stream);
@@ -401,6 +435,10 @@ weft_result_t weft_iall_reduce(const void *sendbuf, void *recvbuf, size_t count,
 /* weft_p2p_group as a request (the ops are copied; their buffers must stay until it completes). */
 weft_result_t weft_p2p_group_async(const weft_p2p_op_t *ops, int nops, weft_comm_t *comm,
                                    weft_request_t **req);
+/* weft_recv_any as a request: *source (which must stay valid until the request completes, as
+ * the buffer) holds the matched rank once weft_test or weft_wait reports completion. */
+weft_result_t weft_irecv_any(void *buf, size_t count, weft_dtype_t dtype, int tag, int *source,
+                             weft_comm_t *comm, weft_request_t **req);
 weft_result_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                               int root, weft_comm_t *comm, weft_request_t **req);
 

@@ -9,8 +9,8 @@
 #      download.pytorch.org is tried first (about 200 MB); where that index is unreachable, PyPI's
 #      default wheel (CUDA-capable, several GB, runs on the CPU just the same);
 #   3. torch $TORCH3_VERSION (default 2.14.1) the same way (.venv-torch3/), on the files that test
-#      what torch 2.x brought, DDP, the errors, the backend and weft's libnccl.so.2 under torch
-#      (TESTS=paths picks others).
+#      what torch 2.x brought, DDP (sparse gradients included), the errors, the backend and weft's
+#      libnccl.so.2 under torch (TESTS=paths picks others).
 # test_wheel.py also builds a wheel and runs it in a clean venv. Arguments go to every pytest run
 # (e.g. -k ddp). TORCH2=0 skips runs 2 and 3 (no network), TORCH3=0 run 3.
 #
@@ -75,13 +75,13 @@ if [ "${TORCH2:-1}" != 0 ]; then
 fi
 
 # 3. The next torch release on the tests of what torch 2.x brought (FSDP2, DTensor, functional
-# collectives, batch_isend_irecv, the 2.13 names), DDP, the error cases and the backend (whose
-# synchronous route reads torch 2.x's opts.asyncOp): what a new release
-# breaks first. The whole suite passes on it too (about 11 minutes here); CI's time goes to the
+# collectives, batch_isend_irecv, the 2.13 names), DDP (and its sparse gradients), the error
+# cases and the backend (whose synchronous route reads torch 2.x's opts.asyncOp): what a new
+# release breaks first. The whole suite passes on it too (about 11 minutes here); CI's time goes to the
 # two runs above. TORCH3=0 skips it.
 if [ "${TORCH2:-1}" != 0 ] && [ "${TORCH3:-1}" != 0 ]; then
   install_torch_venv .venv-torch3 "$torch3_version"
-  TESTS=${TESTS:-"python/tests/test_torch2.py python/tests/test_ddp.py python/tests/test_torch_errors.py python/tests/test_torch_p2p.py python/tests/test_torch_backend.py python/tests/test_p2p_batch.py python/tests/test_nccl_preload.py"} \
+  TESTS=${TESTS:-"python/tests/test_torch2.py python/tests/test_ddp.py python/tests/test_torch_errors.py python/tests/test_torch_timeout.py python/tests/test_torch_p2p.py python/tests/test_torch_backend.py python/tests/test_p2p_batch.py python/tests/test_nccl_preload.py python/tests/test_torch_sparse.py python/tests/test_any_source.py"} \
     run_pytest .venv-torch3 "torch $(torch_of .venv-torch3), torch 2.x files" "$@"
 fi
 exit $status

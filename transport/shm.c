@@ -128,7 +128,23 @@ static void shm_destroy(transport_t *base) {
   free(t);
 }
 
+static weft_result_t shm_connect_any(transport_t *base, int peer, const void *peer_blob,
+                                     int pending, conn_t **out);
+
 static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
+  return shm_connect_any(base, peer, peer_blob, 0, out);
+}
+
+/* A receive from any source joins only the segments its peers created: creating one for a peer
+ * that never connects would hold our close for its attach (shm_close). */
+static weft_result_t shm_connect_pending(transport_t *base, int peer, const void *peer_blob,
+                                         conn_t **out) {
+  *out = NULL;
+  return shm_connect_any(base, peer, peer_blob, 1, out);
+}
+
+static weft_result_t shm_connect_any(transport_t *base, int peer, const void *peer_blob,
+                                     int pending, conn_t **out) {
   shm_transport_t *t = (shm_transport_t *)base;
   shm_addr_t a;
   memcpy(&a, peer_blob, sizeof a);
@@ -148,8 +164,19 @@ static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_b
     shm_pair_name(c->name, t->comm_id, peer, a.pid, t->rank, t->pid);
   /* No handshake to wait for: whichever side comes first creates the segment and may start
    * writing; the other finds the messages waiting. */
-  weft_result_t res = shm_seg_open(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
-                                   clock_now_ms() + peer_wait_ms(t), pid_alive, a.pid, &c->seg);
+  weft_result_t res;
+  if (pending) {
+    int found = 0;
+    res = shm_seg_join_existing(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
+                                clock_now_ms() + peer_wait_ms(t), &c->seg, &found);
+    if (res == WEFT_SUCCESS && !found) {
+      free(c);
+      return WEFT_SUCCESS;
+    }
+  } else {
+    res = shm_seg_open(c->name, t->cfg->shm_slots, t->cfg->slice_bytes,
+                       clock_now_ms() + peer_wait_ms(t), pid_alive, a.pid, &c->seg);
+  }
   if (res == WEFT_SUCCESS) {
     c->freed = calloc((size_t)c->seg.nslots, 1);
     if (!c->freed) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
@@ -380,6 +407,29 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   return WEFT_SUCCESS;
 }
 
+/* The next incoming slot, looked at without taking it: a message of up to one slot lies whole in
+ * it once head has passed it (the acquire load below pairs with the sender's release store). */
+static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *state) {
+  shm_conn_t *c = (shm_conn_t *)base;
+  *state = TRANSPORT_PEEK_EMPTY;
+  if (len == 0 || len > c->seg.slot_bytes)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "peek of %zu bytes from rank %d: must be 1..%zu bytes", len,
+                    base->peer, c->seg.slot_bytes);
+  if (c->recv_head) return WEFT_SUCCESS;
+  if (ring_empty(c)) {
+    if (atomic_load(&c->seg.closed[1 - c->side]) || !pid_alive(c->peer_pid))
+      *state = TRANSPORT_PEEK_CLOSED;
+    return WEFT_SUCCESS;
+  }
+  size_t i = (size_t)(c->rcur % (uint64_t)c->seg.nslots);
+  size_t have = c->seg.len[1 - c->side][i];
+  size_t k = have < len ? have : len;
+  memcpy(buf, c->seg.data[1 - c->side] + i * c->seg.slot_bytes, k);
+  memset((char *)buf + k, 0, len - k);
+  *state = TRANSPORT_PEEK_READY;
+  return WEFT_SUCCESS;
+}
+
 static void shm_close(conn_t *base, int abortive) {
   shm_conn_t *c = (shm_conn_t *)base;
   if (!c) return;
@@ -412,4 +462,6 @@ const transport_ops_t shm_transport_ops = {
     .release_recv = shm_release_recv,
     .lend_send = shm_lend_send,
     .commit_send = shm_commit_send,
+    .peek_recv = shm_peek_recv,
+    .connect_pending = shm_connect_pending,
 };

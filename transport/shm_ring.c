@@ -310,6 +310,26 @@ weft_result_t shm_seg_open(const char *name, int nslots, size_t slot_bytes, int6
   return res;
 }
 
+weft_result_t shm_seg_join_existing(const char *name, int nslots, size_t slot_bytes,
+                                    int64_t deadline, shm_seg_t *out, int *found) {
+  memset(out, 0, sizeof *out);
+  *found = 0;
+  int fd = shm_open(name, O_RDWR, 0);
+  if (fd < 0) {
+    if (errno == ENOENT) return WEFT_SUCCESS; /* the peer has not created it */
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "shm_open %s: %s", name, strerror(errno));
+  }
+  int gone = 0;
+  weft_result_t res = seg_join(fd, name, nslots, slot_bytes, deadline, out, &gone);
+  close(fd);
+  if (res == WEFT_SUCCESS && !gone) *found = 1;
+  if ((res != WEFT_SUCCESS || gone) && out->base) {
+    munmap(out->base, out->bytes);
+    out->base = NULL;
+  }
+  return res;
+}
+
 void shm_seg_close(shm_seg_t *s, const char *name) {
   if (!s->base) return;
   /* The peer never mapped it: nobody else will unlink it. */

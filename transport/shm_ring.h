@@ -94,6 +94,10 @@ int shm_spin_until_ready(conn_t *const *conns, int n, int (*any_ready)(conn_t *c
  * checked while waiting, so a dead peer fails fast. */
 weft_result_t shm_seg_open(const char *name, int nslots, size_t slot_bytes, int64_t deadline_ms,
                            int (*peer_alive)(int pid), int peer_pid, shm_seg_t *out);
+/* Joins the pair segment only if the peer has created it already: *found = 0 (and no error)
+ * otherwise. Waits, at most until deadline_ms, only for a segment being initialized. */
+weft_result_t shm_seg_join_existing(const char *name, int nslots, size_t slot_bytes,
+                                    int64_t deadline_ms, shm_seg_t *out, int *found);
 void shm_seg_close(shm_seg_t *s, const char *name);
 
 void shm_unmap(void *p, size_t bytes);

@@ -67,12 +67,39 @@ typedef struct {
   lend_pool_t pool;
 } tcp_conn_t;
 
+/* One lane of a connect that never blocks (a dial): each call moves it as far as it can go now. */
+enum { DIAL_OPEN, DIAL_CONNECTING, DIAL_HELLO, DIAL_ACK, DIAL_DONE };
+
+typedef struct {
+  int fd; /* -1 before DIAL_CONNECTING */
+  int phase;
+  size_t sent;      /* hello bytes out */
+  size_t got, need; /* ack bytes in, and how many this step needs */
+  unsigned char raw[TCP_HELLO_BYTES];
+  unsigned char ack[TCP_ACK_BYTES + TCP_PROVE_BYTES];
+} dial_lane_t;
+
+/* How often connect_pending moves a dial on: the peer answers when its own acceptor runs, so
+ * looking at every turn of a receive from any source would only cost the receive system calls. */
+#define DIAL_PERIOD_NS 50000
+
+/* A connect to a higher rank started by a receive from any source, which cannot wait for a peer
+ * that may be busy elsewhere: it goes on across calls until every lane is acknowledged. */
+typedef struct {
+  net_addr_t addr;
+  char where[NET_ADDR_STRLEN]; /* addr as text, for messages */
+  int restarts; /* lanes the peer dropped before acknowledging them, opened again */
+  int64_t next_ns; /* connect_pending moves it on no sooner than this (DIAL_PERIOD_NS) */
+  dial_lane_t lanes[XFER_MAX_LANES];
+} dial_t;
+
 typedef struct tcp_transport {
   transport_t base;
   int rank, nranks, nlanes;
   uint64_t comm_id;
   const weft_config_t *cfg;
   tcp_acceptor_t *acc; /* the listening socket and the peers' checked sockets not yet claimed */
+  dial_t **dials;      /* per peer: a dial in progress, or NULL */
 } tcp_transport_t;
 
 static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) {
@@ -87,9 +114,15 @@ static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) 
   /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
   net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
   net_addr_set_port(&addr, 0);
+  t->dials = calloc((size_t)p->nranks, sizeof *t->dials);
+  if (!t->dials) {
+    free(t);
+    return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
+  }
   weft_result_t res = tcp_acceptor_new(&addr, p->rank, p->nranks, t->nlanes, p->comm_id,
                                        p->config->job_token, &t->acc);
   if (res != WEFT_SUCCESS) {
+    free(t->dials);
     free(t);
     return err_context(res, "rank %d: tcp transport", p->rank);
   }
@@ -102,9 +135,18 @@ static void tcp_local_addr(const transport_t *base, void *blob) {
   memcpy(blob, tcp_acceptor_addr(t->acc), sizeof(net_addr_t));
 }
 
+static void dial_free(dial_t *d, int nlanes) {
+  if (!d) return;
+  for (int i = 0; i < nlanes; i++)
+    if (d->lanes[i].fd >= 0) close(d->lanes[i].fd);
+  free(d);
+}
+
 static void tcp_destroy(transport_t *base) {
   tcp_transport_t *t = (tcp_transport_t *)base;
   if (!t) return;
+  for (int p = 0; p < t->nranks; p++) dial_free(t->dials[p], t->nlanes);
+  free(t->dials);
   tcp_acceptor_free(t->acc);
   free(t);
 }
@@ -132,7 +174,7 @@ static void conn_free(tcp_conn_t *c) {
 
 /* The connector's half of the job token (tcp_wire.h): check the acceptor's MAC, then send our
  * proof. `prove_bytes` holds Ns and the acceptor's MAC. */
-static weft_result_t prove(tcp_transport_t *t, tcp_conn_t *c, int lane, const unsigned char *raw,
+static weft_result_t prove(tcp_transport_t *t, int peer, int fd, const unsigned char *raw,
                            const unsigned char *prove_bytes, const char *where, int64_t deadline) {
   const unsigned char *nc = raw + TCP_HELLO_CONTEXT + 4, *ns = prove_bytes;
   unsigned char want[TCP_MAC_BYTES], proof[TCP_PROOF_BYTES] = {0};
@@ -143,15 +185,44 @@ static weft_result_t prove(tcp_transport_t *t, tcp_conn_t *c, int lane, const un
     /* Say so, so that the acceptor logs the refusal too; no proof of ours goes to a party that
      * could not prove itself. */
     tcp_ack_encode(proof, TCP_ACK_BAD_TOKEN);
-    (void)net_send_all(c->lanes[lane].fd, proof, sizeof proof, left);
+    (void)net_send_all(fd, proof, sizeof proof, left);
     return WEFT_ERR(WEFT_ERR_MISMATCH,
                     "rank %d at %s does not know this job's token: WEFT_JOB_TOKEN differs between "
                     "the ranks (or something else listens at that address)",
-                    c->base.peer, where);
+                    peer, where);
   }
   tcp_ack_encode(proof, TCP_ACK_OK);
   hmac_challenge(t->cfg->job_token, HMAC_LABEL_CONNECT, raw, TCP_HELLO_CONTEXT, nc, ns, proof + 8);
-  return net_send_all(c->lanes[lane].fd, proof, sizeof proof, left);
+  return net_send_all(fd, proof, sizeof proof, left);
+}
+
+/* Lane `lane`'s hello to `peer`, with a fresh nonce when there is a job token. */
+static weft_result_t make_hello(tcp_transport_t *t, int peer, int lane, int nlanes,
+                                unsigned char raw[TCP_HELLO_BYTES]) {
+  int token = t->cfg->job_token[0] != '\0';
+  tcp_hello_t hello = {t->comm_id, t->rank, peer, lane, nlanes, token, {0}};
+  if (token && hmac_random(hello.nonce, sizeof hello.nonce) != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s", strerror(errno));
+  tcp_hello_encode(raw, &hello);
+  return WEFT_SUCCESS;
+}
+
+/* A lane's whole answer is in: refused, accepted, or (with a job token) to be proved. */
+static weft_result_t on_ack(tcp_transport_t *t, int peer, int fd, const unsigned char *raw,
+                            const unsigned char *ack, const char *where, int64_t deadline) {
+  int token = t->cfg->job_token[0] != '\0';
+  int32_t status = tcp_ack_decode(ack);
+  if (status == TCP_ACK_PROVE && token)
+    return prove(t, peer, fd, raw, ack + TCP_ACK_BYTES, where, deadline);
+  if (status != TCP_ACK_OK)
+    return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", peer, where,
+                    tcp_ack_reason(status));
+  /* A version 2 acceptor without a token refuses with UNEXPECTED_TOKEN instead. */
+  if (token)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d at %s accepted the connection without checking the job token", peer,
+                    where);
+  return WEFT_SUCCESS;
 }
 
 /* The lower rank's side: open every lane, send hellos, then wait for every ack while still
@@ -169,10 +240,7 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
     /* Once every peer listens, a refusal means this one is gone: no retrying until the bound. */
     WEFT_CHECK(t->base.peers_listening ? net_connect_listening(peer_addr, left, &c->lanes[lane].fd)
                                        : net_connect(peer_addr, left, &c->lanes[lane].fd));
-    tcp_hello_t hello = {t->comm_id, t->rank, c->base.peer, lane, c->nlanes, token, {0}};
-    if (token && hmac_random(hello.nonce, sizeof hello.nonce) != 0)
-      return WEFT_ERR(WEFT_ERR_SYSTEM, "getrandom for the job token's nonce: %s", strerror(errno));
-    tcp_hello_encode(raw[lane], &hello);
+    WEFT_CHECK(make_hello(t, c->base.peer, lane, c->nlanes, raw[lane]));
     WEFT_CHECK(net_send_all(c->lanes[lane].fd, raw[lane], sizeof raw[lane], left));
   }
   for (int lane = 0; lane < c->nlanes; lane++) {
@@ -210,17 +278,7 @@ static weft_result_t connect_active(tcp_transport_t *t, tcp_conn_t *c, const net
           need += TCP_PROVE_BYTES;
       }
     }
-    int32_t status = tcp_ack_decode(ack);
-    if (status == TCP_ACK_PROVE && token)
-      WEFT_CHECK(prove(t, c, lane, raw[lane], ack + TCP_ACK_BYTES, where, deadline));
-    else if (status != TCP_ACK_OK)
-      return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d at %s refused the connection: %s", c->base.peer,
-                      where, tcp_ack_reason(status));
-    else if (token)
-      /* A version 2 acceptor without a token refuses with UNEXPECTED_TOKEN instead. */
-      return WEFT_ERR(WEFT_ERR_MISMATCH,
-                      "rank %d at %s accepted the connection without checking the job token",
-                      c->base.peer, where);
+    WEFT_CHECK(on_ack(t, c->base.peer, c->lanes[lane].fd, raw[lane], ack, where, deadline));
   }
   return WEFT_SUCCESS;
 }
@@ -249,6 +307,194 @@ static weft_result_t connect_passive(tcp_transport_t *t, tcp_conn_t *c, int64_t 
   return WEFT_SUCCESS;
 }
 
+/* Starts lane `l` of a dial over: the peer closed it before acknowledging it (its acceptor gives
+ * a hello or a proof only so long, and this rank may have been busy elsewhere). A peer that is
+ * gone refuses the new connect, which ends the dial. */
+static weft_result_t dial_restart(tcp_transport_t *t, int peer, dial_t *d, dial_lane_t *l,
+                                  const char *where) {
+  if (++d->restarts > 4 * t->nlanes)
+    return WEFT_ERR(WEFT_ERR_REMOTE,
+                    "rank %d at %s closed %d connections during the handshake (is something other "
+                    "than weft listening there?)",
+                    peer, where, d->restarts);
+  close(l->fd);
+  l->fd = -1;
+  l->phase = DIAL_OPEN;
+  l->sent = l->got = 0;
+  l->need = TCP_ACK_BYTES;
+  return make_hello(t, peer, (int)(l - d->lanes), t->nlanes, l->raw);
+}
+
+/* Moves one lane of a dial as far as it goes without waiting. */
+static weft_result_t dial_lane(tcp_transport_t *t, int peer, dial_t *d, dial_lane_t *l,
+                               const char *where) {
+  int token = t->cfg->job_token[0] != '\0';
+  for (;;) {
+    switch (l->phase) {
+      case DIAL_OPEN: {
+        l->fd = socket(d->addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (l->fd < 0)
+          return WEFT_ERR(WEFT_ERR_SYSTEM, "connect to rank %d at %s: socket: %s", peer, where,
+                          strerror(errno));
+        l->phase = DIAL_CONNECTING;
+        if (connect(l->fd, (const struct sockaddr *)&d->addr.ss, d->addr.len) == 0) {
+          l->phase = DIAL_HELLO;
+        } else if (errno != EINPROGRESS && errno != EINTR) {
+          int err = errno;
+          /* Every peer listens once the communicator exists: a refusal means this one is gone. */
+          return WEFT_ERR(err == ECONNREFUSED ? WEFT_ERR_REMOTE : WEFT_ERR_SYSTEM,
+                          "connect to rank %d at %s: %s (did it exit or fail?)", peer, where,
+                          strerror(err));
+        }
+        break;
+      }
+      case DIAL_CONNECTING: {
+        struct pollfd pfd = {l->fd, POLLOUT, 0};
+        if (poll(&pfd, 1, 0) <= 0) return WEFT_SUCCESS;
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        if (err != 0)
+          return WEFT_ERR(err == ECONNREFUSED ? WEFT_ERR_REMOTE : WEFT_ERR_SYSTEM,
+                          "connect to rank %d at %s: %s (did it exit or fail?)", peer, where,
+                          strerror(err));
+        l->phase = DIAL_HELLO;
+        break;
+      }
+      case DIAL_HELLO: {
+        ssize_t n =
+            send(l->fd, l->raw + l->sent, sizeof l->raw - l->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+          return WEFT_SUCCESS;
+        if (n < 0) {
+          WEFT_CHECK(dial_restart(t, peer, d, l, where));
+          break;
+        }
+        l->sent += (size_t)n;
+        if (l->sent == sizeof l->raw) l->phase = DIAL_ACK;
+        break;
+      }
+      case DIAL_ACK: {
+        /* Never more than this step needs: the peer's first message may follow the ack. */
+        ssize_t n = recv(l->fd, l->ack + l->got, l->need - l->got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+          return WEFT_SUCCESS;
+        if (n <= 0) {
+          WEFT_CHECK(dial_restart(t, peer, d, l, where));
+          break;
+        }
+        l->got += (size_t)n;
+        if (l->got == TCP_ACK_BYTES && l->need == TCP_ACK_BYTES && token &&
+            tcp_ack_decode(l->ack) == TCP_ACK_PROVE)
+          l->need += TCP_PROVE_BYTES;
+        if (l->got < l->need) break;
+        if (token && tcp_ack_decode(l->ack) == TCP_ACK_PROVE) {
+          /* A challenge behind which the peer has already closed timed out there: the proof
+           * would go nowhere, and this rank would take the lane for connected. */
+          char b;
+          if (recv(l->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+            WEFT_CHECK(dial_restart(t, peer, d, l, where));
+            break;
+          }
+        }
+        WEFT_CHECK(on_ack(t, peer, l->fd, l->raw, l->ack, where,
+                          clock_now_ms() + t->cfg->connect_timeout_ms));
+        l->phase = DIAL_DONE;
+        break;
+      }
+      default:
+        return WEFT_SUCCESS;
+    }
+  }
+}
+
+/* Moves the dial to `peer` on; *done once every lane is acknowledged. */
+static weft_result_t dial_advance(tcp_transport_t *t, int peer, dial_t *d, int *done) {
+  *done = 1;
+  for (int i = 0; i < t->nlanes; i++) {
+    WEFT_CHECK(dial_lane(t, peer, d, &d->lanes[i], d->where));
+    if (d->lanes[i].phase != DIAL_DONE) *done = 0;
+  }
+  return WEFT_SUCCESS;
+}
+
+static weft_result_t dial_start(tcp_transport_t *t, int peer, const net_addr_t *addr,
+                                dial_t **out) {
+  dial_t *d = calloc(1, sizeof *d);
+  if (!d) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp transport: out of memory");
+  d->addr = *addr;
+  net_addr_str(addr, d->where, sizeof d->where);
+  for (int i = 0; i < XFER_MAX_LANES; i++) {
+    d->lanes[i].fd = -1;
+    d->lanes[i].need = TCP_ACK_BYTES;
+  }
+  for (int i = 0; i < t->nlanes; i++) {
+    weft_result_t res = make_hello(t, peer, i, t->nlanes, d->lanes[i].raw);
+    if (res != WEFT_SUCCESS) {
+      free(d);
+      return res;
+    }
+  }
+  *out = d;
+  return WEFT_SUCCESS;
+}
+
+/* A dial whose lanes are all acknowledged becomes the connection: its sockets move over. */
+static void dial_claim(tcp_transport_t *t, int peer, tcp_conn_t *c) {
+  dial_t *d = t->dials[peer];
+  for (int i = 0; i < t->nlanes; i++) {
+    c->lanes[i].fd = d->lanes[i].fd;
+    d->lanes[i].fd = -1;
+  }
+  dial_free(d, t->nlanes);
+  t->dials[peer] = NULL;
+}
+
+/* The lower rank's side when a dial to `peer` is already under way: finish it within the bound
+ * instead of opening a second set of sockets. */
+static weft_result_t connect_dialed(tcp_transport_t *t, tcp_conn_t *c, int64_t deadline,
+                                    int bound_ms) {
+  int peer = c->base.peer;
+  for (;;) {
+    int done = 0;
+    weft_result_t res = dial_advance(t, peer, t->dials[peer], &done);
+    if (res != WEFT_SUCCESS) {
+      dial_free(t->dials[peer], t->nlanes);
+      t->dials[peer] = NULL;
+      return res;
+    }
+    if (done) break;
+    int left = (int)(deadline - clock_now_ms());
+    if (left <= 0)
+      return WEFT_ERR(WEFT_ERR_TIMEOUT,
+                      "no handshake answer from rank %d within %d ms (is it stopped or stuck?)",
+                      peer, bound_ms);
+    if (transport_aborted(&t->base))
+      return WEFT_ERR(WEFT_ERR_ABORTED, "the communicator was aborted while connecting to rank %d",
+                      peer);
+    /* Serve this rank's own acceptor meanwhile, as connect_active does. */
+    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, 1, NULL));
+  }
+  dial_claim(t, peer, c);
+  return WEFT_SUCCESS;
+}
+
+/* Makes `c`'s sockets ready for traffic, or frees it. */
+static weft_result_t conn_ready(tcp_transport_t *t, tcp_conn_t *c, conn_t **out) {
+  weft_result_t res = WEFT_SUCCESS;
+  for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
+    res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
+    if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);
+  }
+  if (res != WEFT_SUCCESS) {
+    int peer = c->base.peer;
+    conn_free(c);
+    return err_context(res, "connect to rank %d", peer);
+  }
+  *out = &c->base;
+  return WEFT_SUCCESS;
+}
+
 static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
   tcp_transport_t *t = (tcp_transport_t *)base;
   tcp_conn_t *c = NULL;
@@ -265,19 +511,15 @@ static weft_result_t tcp_connect(transport_t *base, int peer, const void *peer_b
     passive_ms = t->cfg->timeout_ms;
   }
   int64_t now = clock_now_ms();
-  weft_result_t res = t->rank < peer
-                          ? connect_active(t, c, peer_blob, now + active_ms, active_ms)
-                          : connect_passive(t, c, now + passive_ms, passive_ms);
-  for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
-    res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
-    if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);
-  }
+  weft_result_t res = t->rank > peer ? connect_passive(t, c, now + passive_ms, passive_ms)
+                      : t->dials[peer]
+                          ? connect_dialed(t, c, now + active_ms, active_ms)
+                          : connect_active(t, c, peer_blob, now + active_ms, active_ms);
   if (res != WEFT_SUCCESS) {
     conn_free(c);
     return err_context(res, "connect to rank %d", peer);
   }
-  *out = &c->base;
-  return WEFT_SUCCESS;
+  return conn_ready(t, c, out);
 }
 
 static void lane_push(xfer_part_t **head, xfer_part_t **tail, xfer_part_t *p) {
@@ -488,6 +730,64 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   return WEFT_SUCCESS;
 }
 
+/* A message shorter than a stripe goes whole on the lane the striping rule gives the next one,
+ * so its bytes can be read there without taking them (MSG_PEEK). */
+static weft_result_t tcp_peek_recv(conn_t *base, void *buf, size_t len, int *state) {
+  tcp_conn_t *c = (tcp_conn_t *)base;
+  *state = TRANSPORT_PEEK_EMPTY;
+  if (len == 0 || len >= (size_t)STRIPE_MIN_PART)
+    return WEFT_ERR(WEFT_ERR_INTERNAL, "peek of %zu bytes from rank %d: must be 1..%d bytes", len,
+                    base->peer, STRIPE_MIN_PART - 1);
+  for (int i = 0; i < c->nlanes; i++)
+    if (c->lanes[i].recv_head) return WEFT_SUCCESS;
+  lane_t *lane = &c->lanes[c->recv_msgs % (uint64_t)c->nlanes];
+  ssize_t n = recv(lane->fd, buf, len, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) {
+    *state = TRANSPORT_PEEK_CLOSED;
+  } else if (n < 0) {
+    if (errno == ECONNRESET || errno == EPIPE)
+      *state = TRANSPORT_PEEK_CLOSED;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return WEFT_ERR(WEFT_ERR_REMOTE, "receive from rank %d: %s", base->peer, strerror(errno));
+  } else if ((size_t)n == len) {
+    *state = TRANSPORT_PEEK_READY;
+  }
+  return WEFT_SUCCESS;
+}
+
+/* A lower rank that connects to us has sent its hellos to our acceptor: once every lane of it
+ * has been checked, the passive connect finds them all there and returns at once. A higher rank
+ * waits for us to connect (and a sender among them is waiting right now), so we dial it: a
+ * connect that never blocks, moved on by each call until every lane is acknowledged. A dial the
+ * receive leaves unfinished goes on at the next call, or finishes in connect(). */
+static weft_result_t tcp_connect_pending(transport_t *base, int peer, const void *peer_blob,
+                                         conn_t **out) {
+  tcp_transport_t *t = (tcp_transport_t *)base;
+  *out = NULL;
+  if (peer < t->rank) {
+    WEFT_CHECK(tcp_acceptor_wait(t->acc, -1, 0, NULL));
+    if (tcp_acceptor_arrived(t->acc, peer) < t->nlanes) return WEFT_SUCCESS;
+    return tcp_connect(base, peer, peer_blob, out);
+  }
+  if (!t->dials[peer])
+    WEFT_CHECK_CTX(dial_start(t, peer, peer_blob, &t->dials[peer]), "connect to rank %d", peer);
+  int64_t now = clock_now_ns();
+  if (now < t->dials[peer]->next_ns) return WEFT_SUCCESS;
+  t->dials[peer]->next_ns = now + DIAL_PERIOD_NS;
+  int done = 0;
+  weft_result_t res = dial_advance(t, peer, t->dials[peer], &done);
+  if (res != WEFT_SUCCESS) {
+    dial_free(t->dials[peer], t->nlanes);
+    t->dials[peer] = NULL;
+    return err_context(res, "connect to rank %d", peer);
+  }
+  if (!done) return WEFT_SUCCESS;
+  tcp_conn_t *c;
+  WEFT_CHECK(conn_alloc(t, peer, &c));
+  dial_claim(t, peer, c);
+  return conn_ready(t, c, out);
+}
+
 static void tcp_close(conn_t *base, int abortive) {
   tcp_conn_t *c = (tcp_conn_t *)base;
   if (!c) return;
@@ -516,4 +816,6 @@ const transport_ops_t tcp_transport_ops = {
     .close = tcp_close,
     .lend_send = tcp_lend_send,
     .commit_send = tcp_commit_send,
+    .peek_recv = tcp_peek_recv,
+    .connect_pending = tcp_connect_pending,
 };

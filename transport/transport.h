@@ -114,7 +114,23 @@ struct transport_ops {
    * system), else 1. What watches a device-resident run calls it: the run itself only sees a
    * link go quiet. */
   int (*peer_alive)(conn_t *c);
+  /* What a receive from any source looks at (comm/any_source.c). peek_recv: when no receive is
+   * posted on the connection, copies the first `len` bytes of the next incoming message into
+   * `buf` without taking it (zero-filled past a shorter one) and sets *state to
+   * TRANSPORT_PEEK_READY once they have all arrived; TRANSPORT_PEEK_EMPTY while they have not
+   * (or a receive is posted); TRANSPORT_PEEK_CLOSED when the peer is gone and nothing waits. The
+   * next post_recv takes the same bytes. `len` is at most one slice. */
+  weft_result_t (*peek_recv)(conn_t *c, void *buf, size_t len, int *state);
+  /* Connects to `peer` without waiting for it: *out is the connection once it is made, NULL
+   * while it is not. A transport whose connection waits on this rank (TCP's lower rank connects)
+   * starts that connect here and moves it on at each call; a later connect() finishes it rather
+   * than opening a second connection. An error means the peer cannot be connected (gone). */
+  weft_result_t (*connect_pending)(transport_t *t, int peer, const void *peer_blob, conn_t **out);
 };
+
+#define TRANSPORT_PEEK_CLOSED (-1)
+#define TRANSPORT_PEEK_EMPTY 0
+#define TRANSPORT_PEEK_READY 1
 
 /* Every transport's connection starts with this, so generic code can reach the ops. */
 struct conn {

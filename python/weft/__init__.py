@@ -16,9 +16,10 @@ from .comm import Comm, P2POp
 from .dtypes import Algo, Coll, Dtype, Op
 from .errors import LibraryNotFoundError, Result, WeftError
 from .request import Request
+from ._lib import ANY_SOURCE
 
 __all__ = [
-    "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "P2POp", "Request",
+    "ANY_SOURCE", "Algo", "Buffer", "Coll", "Comm", "Dtype", "LibraryNotFoundError", "Op", "P2POp", "Request",
     "Result", "WeftError", "as_buffer", "build_features", "library_path", "nccl_audit_library",
     "nccl_library", "version",
 ]

@@ -40,7 +40,16 @@ class CallT(ctypes.Structure):
         # p2p_group's ops (a P2POpT array) and how many
         ("ops", ctypes.c_void_p),
         ("nops", ctypes.c_int),
+        # premul_sum's factor (unused here), and where a receive from ANY_SOURCE writes the rank
+        # it matched (an int)
+        ("scalar", ctypes.c_void_p),
+        ("scalar_on_device", ctypes.c_int),
+        ("source", ctypes.c_void_p),
     ]
+
+
+# include/weft.h's WEFT_ANY_SOURCE: a receive's peer that matches whichever rank sends first.
+ANY_SOURCE = -2
 
 
 class P2POpT(ctypes.Structure):

@@ -236,11 +236,29 @@ class Comm:
         return self.p2p_group([P2POp("send", buf, peer, tag, dtype)], async_op=async_op,
                               stream=stream)
 
-    def recv(self, buf, peer, *, tag=0, dtype=None, async_op=False, stream=None):
-        """Receives into buf what `peer` sends with this tag; returns buf."""
-        result = self.p2p_group([P2POp("recv", buf, peer, tag, dtype)], async_op=async_op,
-                                stream=stream)
-        return result if async_op else buf
+    def recv(self, buf, peer=None, *, tag=0, dtype=None, async_op=False, stream=None):
+        """Receives into buf what `peer` sends with this tag; returns buf.
+
+        peer None (or weft.ANY_SOURCE) receives from any source: the first message with this tag
+        that any rank sends (include/weft.h: each sender's messages in order, racing senders
+        matched first come first, the others left for later receives); returns the rank it came
+        from instead. With async_op the Request's `source` tells the rank once it completes (and
+        wait() returns buf). Host buffers only, no stream."""
+        if peer is not None and int(peer) != _lib.ANY_SOURCE:
+            result = self.p2p_group([P2POp("recv", buf, peer, tag, dtype)], async_op=async_op,
+                                    stream=stream)
+            if async_op:
+                result._source = int(peer)
+            return result if async_op else buf
+        b = as_buffer(buf, dtype, writable=True, what="buf")
+        array = (_lib.P2POpT * 1)(_lib.P2POpT(int(Coll.RECV), b.address, b.count, int(b.dtype),
+                                              _lib.ANY_SOURCE, int(tag)))
+        source = ctypes.c_int(-1)
+        extra = {"ops": array, "nops": 1, "keep": [b, source],
+                 "source": ctypes.pointer(source)}
+        result = self._call(Coll.P2P_GROUP, None, None, 0, Op.SUM, -1, None, async_op, buf,
+                            extra=extra, stream=stream, source=source)
+        return result if async_op else source.value
 
     def p2p_group(self, ops, *, async_op=False, stream=None):
         """Runs the P2POps together; they complete together, whatever their order and sizes.
@@ -268,7 +286,7 @@ class Comm:
         return send, as_buffer(recvbuf, dtype or send.dtype, writable=True, what="recvbuf")
 
     def _call(self, coll, send, recv, count, op, root, algo, async_op, result, extra=None,
-              stream=None):
+              stream=None, source=None):
         # stream: a CUDA stream (a cudaStream_t as an int, torch.cuda.current_stream().cuda_stream)
         # for device buffers: the call is enqueued on it and returns at once, as in NCCL, and the
         # stream's later work sees the result. None or 0 (NULL): the call runs before returning.
@@ -301,7 +319,7 @@ class Comm:
             req = ctypes.c_void_p()
             check(self._lib, self._lib.weft_call_async(ctypes.byref(call), handle,
                                                         ctypes.byref(req)), what)
-            request = Request(req, result, (send, recv, extra), what)
+            request = Request(req, result, (send, recv, extra), what, source)
             self._pending.append(request)
             return request
 

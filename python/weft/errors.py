@@ -20,7 +20,8 @@ class Result(enum.IntEnum):
 
 class WeftError(RuntimeError):
     """A weft call failed. `code` is a Result (None where no call was made), `message` the text of
-    weft_last_error(), which names the rank, the peer and the operation."""
+    weft_last_error(), which names the rank, the peer and the operation; a TIMEOUT's starts with
+    "Timed out: ", the words torch's backends use."""
 
     def __init__(self, message, code=None):
         super().__init__(message)

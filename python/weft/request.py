@@ -16,9 +16,11 @@ class Request:
     """An operation in flight. wait() returns `result` (the receiving buffer's object) or raises
     WeftError; the buffers must stay untouched until then."""
 
-    def __init__(self, handle, result, keep, what):
+    def __init__(self, handle, result, keep, what, source=None):
         self._handle = handle  # ctypes.c_void_p, valid until completion is seen
         self._result = result
+        # A receive's peer (an int), or the ctypes.c_int a receive from any source fills in.
+        self._source = source
         self._keep = keep  # the Buffers the operation reads and writes
         self._what = what
         self._lock = threading.Lock()
@@ -29,6 +31,14 @@ class Request:
     def what(self):
         """The operation, e.g. "all_reduce (count 1024)"."""
         return self._what
+
+    @property
+    def source(self):
+        """For a receive: the rank it came from (for one from any source, known once complete:
+        None before); None for other operations."""
+        if isinstance(self._source, ctypes.c_int):
+            return self._source.value if self._done and self._error is None else None
+        return self._source
 
     @property
     def done(self):
@@ -62,7 +72,7 @@ class Request:
             while not self.test():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"weft: {self._what} not complete after {timeout} s")
+                    raise TimeoutError(f"weft: Timed out: {self._what} not complete after {timeout} s")
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 10e-3)
         self._finished()

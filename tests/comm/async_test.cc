@@ -210,8 +210,8 @@ TEST(Async, WaitTimesOutAndTheRequestStaysValid) {
             if (r != WEFT_ERR_TIMEOUT)
               return std::string("rank 0: weft_wait(200 ms) returned ") + weft_result_string(r) +
                      " while rank 1 sleeps";
-            if (!contains(msg, "weft_wait") || !contains(msg, "all_reduce") ||
-                !contains(msg, "200 ms"))
+            if (!contains(msg, "Timed out") || !contains(msg, "weft_wait") ||
+                !contains(msg, "all_reduce") || !contains(msg, "200 ms"))
               return "rank 0: timeout message lacks the call and the time: " + msg;
             int done = 1;
             r = weft_test(req, &done);

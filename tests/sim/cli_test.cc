@@ -37,6 +37,19 @@ TEST(CliTest, Defaults) {
   EXPECT_EQ(p.o.model.slice_bytes, 65536u);
   EXPECT_EQ(p.o.model.headers, 1);
   EXPECT_EQ(p.o.model.inter_alpha, p.o.model.alpha);
+  EXPECT_EQ(p.o.model.skip, 1);
+}
+
+TEST(CliTest, Skip) {
+  Parsed off = Parse({"--skip", "off"});
+  ASSERT_EQ(off.rc, SIMCLI_OK) << off.err;
+  EXPECT_EQ(off.o.model.skip, 0);
+  Parsed on = Parse({"--skip=off", "--skip=on"});
+  ASSERT_EQ(on.rc, SIMCLI_OK) << on.err;
+  EXPECT_EQ(on.o.model.skip, 1);
+  Parsed bad = Parse({"--skip", "maybe"});
+  EXPECT_EQ(bad.rc, SIMCLI_ERROR);
+  EXPECT_NE(bad.err.find("--skip: 'maybe' is neither on nor off"), std::string::npos) << bad.err;
 }
 
 TEST(CliTest, EveryFlag) {

@@ -36,4 +36,10 @@ done
 out=$("$sim" --replay half 2>&1)
 [ $? -eq 2 ] || fail "--replay half should exit 2"
 grep -q "unknown replay 'half'" <<<"$out" || fail "--replay half should be named: $out"
+# --skip off replays every slice; the default jumps over the periodic middle: the same table.
+on=$("$sim" -C all_reduce -A recursive_doubling -p 8 -b 4M -e 4M --slice 4K) || fail "skip: $on"
+off=$("$sim" -C all_reduce -A recursive_doubling -p 8 -b 4M -e 4M --slice 4K --skip off) ||
+  fail "--skip off: $off"
+[ "$on" == "$off" ] || fail "--skip on and off differ: $on / $off"
+"$sim" --help | grep -q -- "--skip on|off" || fail "--help does not list --skip"
 echo PASS

@@ -26,9 +26,10 @@ typedef enum {
   K_PATH,
   K_TRANSPORT,
   K_HELP,
-  K_TOPOLOGY,  /* a topology file: network mode */
-  K_NET,       /* one topology key=value: network mode */
-  K_RANK_ORDER /* a file of device slots, rank by rank: network mode */
+  K_TOPOLOGY,   /* a topology file: network mode */
+  K_NET,        /* one topology key=value: network mode */
+  K_RANK_ORDER, /* a file of device slots, rank by rank: network mode */
+  K_SKIP        /* on|off: jump over periodic stretches (sim_skip.h) */
 } kind_t;
 
 typedef struct {
@@ -68,6 +69,7 @@ static const opt_t options[] = {
     {0, "net", K_NET, 0, 0, 0},
     {0, "rank-order", K_RANK_ORDER, 0, 0, 0},
     {0, "algo-file", K_PATH, AT(algo_file), 0, 0},
+    {0, "skip", K_SKIP, AT(model.skip), 0, 0},
     {'h', "help", K_HELP, 0, 0, 0},
 };
 
@@ -212,6 +214,13 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
         break;
       }
       snprintf(err, errlen, "%s: unknown replay '%s' (full auto)", flag, v);
+      return SIMCLI_ERROR;
+    case K_SKIP:
+      if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
+        *(int *)at = strcmp(v, "on") == 0;
+        break;
+      }
+      snprintf(err, errlen, "%s: '%s' is neither on nor off", flag, v);
       return SIMCLI_ERROR;
     case K_TRANSPORT: /* simcli_parse applies it */
       if (cost_transport_from_name(v) != COST_NUM_TRANSPORTS) break;
@@ -363,7 +372,7 @@ void simcli_usage(FILE *out) {
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
       "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
       "                [--topology file] [--net key=value] [--rank-order file]\n"
-      "                [--algo-file program.xml] [--replay full|auto]\n"
+      "                [--algo-file program.xml] [--replay full|auto] [--skip on|off]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
@@ -376,6 +385,8 @@ void simcli_usage(FILE *out) {
       "(-C and -p are taken from it). --replay auto (the default) replays one rank per\n"
       "symmetry class where every rank's schedule is its representative's with peers\n"
       "rotated or XORed, with the full replay's result (not with --trace or a topology);\n"
-      "--replay full replays every rank.\n",
+      "--replay full replays every rank. --skip off replays every slice; on (the default)\n"
+      "jumps over the periodic middle of long pipelines, exact up to rounding (README.md,\n"
+      "\"Scale\"); it is off in network mode and with --trace.\n",
       out);
 }

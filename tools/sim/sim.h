@@ -46,7 +46,9 @@
  *   version, stale ones are skipped), for a link model that shares bandwidth: the network mode
  *   (`topo`, sim_net.h) plugs in there. It has no ports: a rank's streams may each have one
  *   message in flight at once, so a walk goes on past a pair it starts, and a pair whose send
- *   stream still has one stays in the wait lists, skipped, until its delivery. */
+ *   stream still has one stays in the wait lists, skipped, until its delivery.
+ * - Skipping: in the middle of long ops the replay repeats itself; sim_skip.h finds where and
+ *   jumps over whole periods at once (on by default, off in network mode and with a trace). */
 #ifndef WEFT_TOOLS_SIM_SIM_H_
 #define WEFT_TOOLS_SIM_SIM_H_
 
@@ -75,6 +77,7 @@ typedef struct {
   int headers;                    /* send the call description as the executor does */
   const struct topo *topo;        /* network mode (topology.h); NULL: the two ports per rank */
   int replay;                     /* sim_replay_t: sim_run's choice; sim_run_schedules: full */
+  int skip; /* jump over periodic stretches of long ops (sim_skip.h); 0: replay every slice */
 } sim_model_t;
 
 /* SIM_REPLAY_AUTO replays one rank per symmetry class where the call has a symmetry
@@ -84,7 +87,7 @@ typedef enum { SIM_REPLAY_FULL = 0, SIM_REPLAY_AUTO = 1 } sim_replay_t;
 
 /* weft-sim's defaults: a loopback-like alpha, beta, gamma (the library's per-transport ones are
  * --transport's, collectives/cost_constants.c), config.c's slice and window; one node, headers
- * on. */
+ * on, skipping on. */
 void sim_model_defaults(sim_model_t *m);
 
 /* One call. count follows weft.h (all_gather, gather: sendcount; reduce_scatter, scatter:
@@ -105,6 +108,8 @@ typedef struct {
   double bytes;    /* bytes on the wire */
   long cross_node; /* messages between different nodes */
   int replayed;    /* ranks the engine replayed: fewer than the call's in a symmetric replay */
+  /* Periodic stretches jumped over (sim_skip.h), and the messages in them (counted above). */
+  long skip_jumps, skipped_messages;
 } sim_result_t;
 
 /* Called for every message once it has been handed over (for traces and tests). */

@@ -27,6 +27,7 @@ void sim_model_defaults(sim_model_t *m) {
   m->headers = 1;
   m->topo = NULL;
   m->replay = SIM_REPLAY_FULL;
+  m->skip = 1;
 }
 
 int sim_same_node(const sim_model_t *m, int a, int b) {

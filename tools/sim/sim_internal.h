@@ -1,5 +1,5 @@
 /* sim_internal.h -- private to the simulator's engine files (sim_build.c, sim_run.c, sim_heap.c,
- * sim_net.c). */
+ * sim_net.c, sim_skip.c). */
 #ifndef WEFT_TOOLS_SIM_SIM_INTERNAL_H_
 #define WEFT_TOOLS_SIM_SIM_INTERNAL_H_
 
@@ -168,7 +168,10 @@ typedef struct {
   sim_result_t res;
   long nevents;       /* events handled so far */
   struct simnet *net; /* network mode (sim_net.h); NULL: the two ports per rank */
+  struct sim_skip *skip; /* the periodic-stretch skipper (sim_skip.h); NULL: off */
 } sim_world_t;
+
+typedef struct sim_skip sim_skip_t;
 
 typedef struct simnet simnet_t;
 
@@ -185,6 +188,9 @@ weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks,
 void sim_world_free(sim_world_t *w);
 
 int sim_same_node(const sim_model_t *m, int a, int b);
+
+/* Slices of op `oi` of `r` whose dependencies let them start (sim_run.c's rule). */
+size_t sim_dep_ready(const sim_rank_t *r, int oi);
 
 /* Bytes of slice `j` of op `oi` on rank `r` (tokens: 1). */
 double sim_slice_bytes(const sim_world_t *w, const sim_rank_t *r, int oi, size_t j);

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "tools/sim/sim_internal.h"
 #include "tools/sim/sim_net.h"
+#include "tools/sim/sim_skip.h"
 #include "tools/sim/sim_symmetry.h"
 
 /* A walk along one free port's wait list during a round: `at` is its next live entry whose
@@ -104,6 +105,8 @@ static size_t dep_ready(const sim_rank_t *r, int oi) {
   }
   return ready;
 }
+
+size_t sim_dep_ready(const sim_rank_t *r, int oi) { return dep_ready(r, oi); }
 
 /* Posted: the stream has a free slot and the op's dependency has completed this slice. */
 static int posted(const sim_world_t *w, const sim_rank_t *r, const sim_stream_t *st) {
@@ -238,6 +241,7 @@ static weft_result_t start(sim_world_t *w, int from, int si) {
   w->res.messages++;
   w->res.bytes += bytes;
   w->res.cross_node += !sim_same_node(w->m, from, out->gpeer);
+  if (w->skip) sim_skip_started(w, from, si, sop, sj);
   return sim_xfer_schedule(w, from, si, dslot, bytes);
 }
 
@@ -568,7 +572,10 @@ static weft_result_t run(sim_world_t *w) {
     else
       res = e.kind == SIM_EV_CPU ? on_cpu(w, e.rank) : simnet_event(w, &e);
     /* Everything at this instant first, so that ready messages compete on equal terms. */
-    if (res == WEFT_SUCCESS && (w->heap.n == 0 || w->heap.ev[0].t > w->now)) res = try_start(w, &c);
+    if (res == WEFT_SUCCESS && (w->heap.n == 0 || w->heap.ev[0].t > w->now)) {
+      res = try_start(w, &c);
+      if (res == WEFT_SUCCESS && w->skip) res = sim_skip_round(w);
+    }
   }
   free(c.v);
   return res == WEFT_SUCCESS && !w->tie ? check_finished(w) : res;
@@ -580,7 +587,9 @@ static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trac
   w->trace = trace;
   w->trace_arg = trace_arg;
   if (res == WEFT_SUCCESS) res = simnet_create(w);
+  if (res == WEFT_SUCCESS) res = sim_skip_create(w);
   if (res == WEFT_SUCCESS) res = run(w);
+  sim_skip_free(w);
   simnet_free(w);
   *tie = w->tie;
   if (res == WEFT_SUCCESS && !w->tie) {
@@ -595,6 +604,7 @@ static weft_result_t finish(sim_world_t *w, weft_result_t res, sim_trace_fn trac
       out->messages *= k;
       out->bytes *= (double)k;
       out->cross_node *= k;
+      out->skipped_messages *= k;
     }
   }
   sim_world_free(w);

@@ -477,8 +477,8 @@ def check_async(c):
             r = d.barrier(async_op=True)
             try:
                 r.wait(timeout=0.05)
-            except TimeoutError:
-                pass
+            except TimeoutError as e:
+                assert "Timed out" in str(e), str(e)
             else:
                 raise AssertionError("barrier completed before rank 1 entered it")
             assert not r.done

@@ -120,7 +120,7 @@ class WeftWork(Work):
                 deadline = time.monotonic() + seconds
                 while not self._finished:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"weft: {self._what} not complete after {seconds} s")
+                        raise RuntimeError(f"weft: Timed out: {self._what} not complete after {seconds} s")
                     time.sleep(0.0005)
             else:
                 try:
@@ -157,6 +157,23 @@ class WeftWork(Work):
 
     def synchronize(self):
         pass
+
+    # A receive from any source (process_group.recv_anysource): the weft.Request whose `source`
+    # is the rank it matched, which torch's dist.recv asks for after wait().
+    _source_request = None
+
+    def _source_rank(self):
+        request = self._source_request
+        if request is None:
+            return super()._source_rank()  # torch's own refusal for other operations
+        if not self._finished:
+            raise RuntimeError(f"weft: {self._what}: the rank a receive from any source matched "
+                               "is known once it completes: wait() first")
+        if self._error is not None:
+            raise self._error
+        return request.source
+
+    source_rank = _source_rank  # torch 1.13 binds both names
 
     def __repr__(self):
         state = "failed" if self._error else "done" if self._finished else "pending"

@@ -31,7 +31,8 @@ turns its errors into a failed Work (see _guard) whose wait() and future raise t
 
 Tensors that are not contiguous go through a contiguous copy (copied back on completion); list
 forms (all_gather into a list, reduce_scatter from a list, the coalesced forms) go through one
-flat staging tensor, so each is one weft operation.
+flat staging tensor, so each is one weft operation. all_reduce of a torch.sparse_coo tensor
+(SUM, as gloo's; DDP's sparse gradients) gathers each rank's non-zeros and sums them (sparse.py).
 """
 import contextlib
 import datetime
@@ -45,7 +46,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import Result, WeftError
-from . import bootstrap, p2p, tensors as tz
+from . import bootstrap, p2p, sparse, tensors as tz
 from ..buffers import Buffer
 from ..comm import P2POp
 from .completion import NO_REQUEST, Completion
@@ -81,8 +82,9 @@ class ProcessGroupWeft(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout=None):
         super().__init__(rank, size)
         self._timeout_s = _seconds(timeout)
+        timeout_ms = _timeout_in_force_ms(self._timeout_s)
         self._comm = _connect(store, rank, size, self._timeout_s)
-        causes = _Causes(store, rank, size)
+        causes = _Causes(store, rank, size, timeout_ms)
         self._calls = _Calls(self._comm, causes.explain)
         self._completion = Completion(f"weft-pg-rank{rank}", causes.explain)
         self._p2p = p2p.Batch(self._comm, self._calls, self._completion, f"weft-pg-rank{rank}")
@@ -145,12 +147,29 @@ class ProcessGroupWeft(dist.ProcessGroup):
     @_guard("all_reduce")
     def allreduce(self, tensors, opts=None):
         t = tz.single(tensors, "all_reduce")
+        if isinstance(t, torch.Tensor) and t.layout == torch.sparse_coo:
+            return self._sparse_allreduce(t, opts)
         op, factor = _op(opts, t, "all_reduce")
         io = _Staged(t, "all_reduce")
         if factor is not None:
             io.c.mul_(factor)  # in place anyway: the result overwrites it
         req = self._calls.all_reduce(io.buffer, op=op, async_op=_async(opts))
         return self._completion.submit(req, io.finish, [t])
+
+    def _sparse_allreduce(self, t, opts):
+        # See sparse.py: the records, gathered before this returns (each rank needs every
+        # rank's to size its receive), then one collective of indices and values, issued as
+        # the call asks (async or not) and summed into t when it completes.
+        sparse.check_op(_reduce_op(opts), "all_reduce")
+        plan = sparse.Plan(t, self.rank(), self.size(), "all_reduce")
+        self._calls.all_gather(tz.as_buffer(plan.record, "all_reduce"),
+                               tz.as_buffer(plan.records, "all_reduce"), async_op=False)
+        plan.agree()
+        if not any(plan.nnz):  # nothing to exchange: every rank's sum is empty
+            plan.finish()
+            return self._completion.completed([t], "all_reduce")
+        req = plan.issue(self._calls, _async(opts))
+        return self._completion.submit(req, plan.finish, [t])
 
     @_guard("all_reduce_coalesced")
     def allreduce_coalesced(self, tensors, opts=None):
@@ -437,8 +456,23 @@ class ProcessGroupWeft(dist.ProcessGroup):
             return None
         return self._completion.all_of(works, "coalesced p2p")
 
+    # dist.recv and dist.irecv without src: a receive from any source (include/weft.h: each
+    # sender's messages in order, racing senders first come first, the tag must match). weft
+    # takes it only on its own, so the sends and receives held back go out first (_guard's
+    # flush) and it joins no batch; it is always a request, whose `source` the Work's
+    # _source_rank() reads (torch asks it after wait()). Host tensors only.
+    @_guard("recv_anysource")
     def recv_anysource(self, tensors, tag=0):
-        raise RuntimeError("weft: recv needs a source rank (weft has no receive from any source)")
+        t = tz.single(tensors, "recv_anysource")
+        if t.is_cuda:
+            raise ValueError("weft: recv from any source (no src): only CPU tensors; weft "
+                             "receives from any source into host memory only (name src for a "
+                             "CUDA tensor)")
+        io = _Staged(t, "recv")
+        request = self._calls.recv(io.buffer, None, tag=int(tag), async_op=True)
+        work = self._completion.submit(request, io.finish, [t])
+        work._source_request = request
+        return work
 
     def _check_parts(self, parts, like, what, kind):
         if len(parts) != self.size():
@@ -464,17 +498,34 @@ class _Causes:
     aborted the connection" (weft's REMOTE). Only the dead rank never fails. So each rank
     publishes its first failure; after a TIMEOUT or REMOTE failure a rank waits briefly for the
     others' and names those that published none (dead, or stuck outside weft), and, for REMOTE,
-    adds the first failure that is not REMOTE."""
+    adds the first failure that is not REMOTE.
+
+    How briefly: wait_bound_s(timeout), a tenth of the timeout in force, at least 50 ms and at
+    most 3 s (README, "Python and PyTorch"). The ranks blocked in the same operation time out
+    within about the skew of their arrival at it, and a rank told by a peer's abort hears of it
+    as soon as that peer fails, so a reason that is coming arrives within a store round trip or
+    two of this failure (milliseconds: test_torch_timeout at 3 ranks); the wait is only paid in
+    full when some rank is silent, which a rank that never made the call always is. A tenth
+    keeps the error within 10% of the timeout (torch's own backends report at the timeout); 50 ms
+    leaves a loaded host a few store round trips; 3 s, the bound for long timeouts, is plenty for
+    any rank that failed at about the same time."""
 
     _KEY = "weft_first_error/"
-    # How long to wait for the other ranks' failures: those blocked in the same operation fail
-    # within about the same timeout and publish at once; this only bounds a loaded host.
-    WAIT_S = 3.0
+    # Bounds of the wait for the other ranks' failures, and how often the store is asked.
+    MIN_WAIT_S, MAX_WAIT_S, POLL_S = 0.05, 3.0, 0.01
 
-    def __init__(self, store, rank, size):
+    def __init__(self, store, rank, size, timeout_ms=None):
         self._store, self._rank, self._size = store, rank, size
+        self.wait_s = self.wait_bound_s(timeout_ms)
         self._published = False
         self._note = None  # what the search found, once: later failures must not wait again
+
+    @classmethod
+    def wait_bound_s(cls, timeout_ms):
+        """The wait after a failure of a group whose weft timeout is timeout_ms (None: unknown)."""
+        if not timeout_ms:
+            return cls.MAX_WAIT_S
+        return min(cls.MAX_WAIT_S, max(cls.MIN_WAIT_S, timeout_ms / 10000.0))
 
     def explain(self, error):
         code = getattr(error, "code", None)
@@ -497,18 +548,21 @@ class _Causes:
     def _search(self, code):
         others = {r: f"{self._KEY}{r}" for r in range(self._size) if r != self._rank}
         found = {}
-        deadline = time.monotonic() + self.WAIT_S
-        while len(found) < len(others) and time.monotonic() < deadline:
+        deadline = time.monotonic() + self.wait_s
+        while True:
             for r, key in others.items():
-                if r not in found and self._has(key):
+                if r not in found and self._has(key, deadline):
                     c, _, message = self._store.get(key).decode().partition("|")
                     found[r] = (int(c), message)
-            time.sleep(0.05)
+            left = deadline - time.monotonic()
+            if len(found) == len(others) or left <= 0:
+                break
+            time.sleep(min(self.POLL_S, left))
         notes = []
         silent = sorted(set(others) - set(found))
         if silent:
             ranks = ", ".join(f"rank {r}" for r in silent)
-            notes.append(f"{ranks} reported no failure within {self.WAIT_S:g} s of this one "
+            notes.append(f"{ranks} reported no failure within {self.wait_s:g} s of this one "
                          f"(exited, killed, or stuck outside weft)")
         if code == Result.REMOTE:
             first = next(((r, m) for r, (c, m) in sorted(found.items())
@@ -517,11 +571,13 @@ class _Causes:
                 notes.append(f"rank {first[0]} failed with: {first[1]}")
         return "; ".join(notes)
 
-    def _has(self, key):
+    def _has(self, key, deadline):
         if hasattr(self._store, "check"):
             return self._store.check([key])
-        try:  # torch 1.13's stores have no check(): a short wait instead
-            self._store.wait([key], datetime.timedelta(milliseconds=20))
+        # torch 1.13's stores have no check(): a short wait instead, within the deadline.
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        try:
+            self._store.wait([key], datetime.timedelta(milliseconds=max(1, min(20, left_ms))))
             return True
         except RuntimeError:
             return False
@@ -572,11 +628,22 @@ def _connect(store, rank, size, timeout_s):
     if not timeout_s or "WEFT_TIMEOUT_MS" in os.environ:
         return bootstrap.connect(store, rank, size)
     with _ENV_LOCK:
-        os.environ["WEFT_TIMEOUT_MS"] = str(max(1, min(int(timeout_s * 1000), 86400000)))
+        os.environ["WEFT_TIMEOUT_MS"] = str(_timeout_in_force_ms(timeout_s))
         try:
             return bootstrap.connect(store, rank, size)
         finally:
             del os.environ["WEFT_TIMEOUT_MS"]
+
+
+def _timeout_in_force_ms(timeout_s):
+    """The WEFT_TIMEOUT_MS _connect gave the communicator: the user's, else the group's; None
+    when neither was given (weft's default then) or the user's does not parse (init refused it)."""
+    if "WEFT_TIMEOUT_MS" in os.environ:
+        try:
+            return int(os.environ["WEFT_TIMEOUT_MS"])
+        except ValueError:
+            return None
+    return max(1, min(int(timeout_s * 1000), 86400000)) if timeout_s else None
 
 
 def _close(comm, completion, batch, abort):
