@@ -231,6 +231,19 @@ void config_knob_info(int i, const char **name, const char **default_value,
   *description = knobs[i].description;
 }
 
+void config_knob_value(const weft_config_t *cfg, int i, char *buf, size_t cap) {
+  const knob_t *k = &knobs[i];
+  const char *base = (const char *)cfg + k->offset;
+  if (k->offset == KNOB_AT(job_token))
+    snprintf(buf, cap, "%s", *base ? "(set)" : "");
+  else if (k->kind == KNOB_STRING)
+    snprintf(buf, cap, "%s", base);
+  else if (k->kind == KNOB_SIZE)
+    snprintf(buf, cap, "%zu", *(const size_t *)base);
+  else
+    snprintf(buf, cap, "%d", *(const int *)base);
+}
+
 weft_config_t config_for_device(const weft_config_t *cfg) {
   weft_config_t d = *cfg;
   d.slice_bytes = cfg->device_slice_bytes;

@@ -64,6 +64,10 @@ int config_knob_count(void);
 void config_knob_info(int i, const char **name, const char **default_value,
                       const char **description);
 
+/* Knob i's value in `cfg` as text (sizes in bytes); a secret (WEFT_JOB_TOKEN) as "(set)" or "",
+ * never its content. For weft-info. */
+void config_knob_value(const weft_config_t *cfg, int i, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
