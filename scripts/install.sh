@@ -10,7 +10,7 @@
 #   LIBDIR/libweft.so.X.Y.Z, LIBDIR/libweft.so.X -> libweft.so.X.Y.Z, LIBDIR/libweft.so -> libweft.so.X
 #   LIBDIR/pkgconfig/weft.pc
 #   LIBDIR/cmake/weft/weftConfig.cmake, weftConfigVersion.cmake
-#   bin/weft-run, bin/weft-bench, bin/weft-sim, share/man/man1/weft-*.1
+#   bin/weft-run, bin/weft-bench, bin/weft-sim, bin/weft-info, share/man/man1/weft-*.1
 #   LIBDIR/weft/libnccl.so.2 (weft behind the NCCL API) and LIBDIR/weft/libweft_nccl_audit.so (the
 #     LD_AUDIT module that loads the libnccl.so.2 beside it in place of NVIDIA's): a folder of
 #     their own, outside the loader's search path, so that no program picks up weft's
@@ -24,7 +24,7 @@
 # optimized); flags after `--` go to `bazel build` (e.g. --config=nocuda), and BAZEL may carry
 # startup options (BAZEL="bazel --output_base=/tmp/ob"). --prebuilt DIR takes them instead from
 # DIR, laid out as bazel-bin (DIR/libweft.so, DIR/tools/weft-run, DIR/tools/bench/weft-bench,
-# DIR/tools/sim/weft-sim, DIR/nccl/libnccl.so.2, DIR/nccl/libweft_nccl_audit.so): for packaging
+# DIR/tools/sim/weft-sim, DIR/tools/info/weft-info, DIR/nccl/*.so*): for packaging
 # steps that build separately, and for the install test, which runs inside Bazel and cannot call it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,11 +84,11 @@ if [ -z "$prebuilt" ]; then
   command -v "${bazel[0]}" >/dev/null 2>&1 ||
     die "${bazel[0]} not found: run scripts/install-deps.sh, or pass --prebuilt DIR"
   (cd "$root" && "${bazel[@]}" build "${bazel_flags[@]}" //:libweft.so //tools:weft-run \
-    //tools/bench:weft-bench //tools/sim:weft-sim //nccl:libnccl.so.2 \
+    //tools/bench:weft-bench //tools/sim:weft-sim //tools/info:weft-info //nccl:libnccl.so.2 \
     //nccl:libweft_nccl_audit.so)
   prebuilt=$(cd "$root" && "${bazel[@]}" info "${bazel_flags[@]}" bazel-bin)
 fi
-tools=(tools/weft-run tools/bench/weft-bench tools/sim/weft-sim)
+tools=(tools/weft-run tools/bench/weft-bench tools/sim/weft-sim tools/info/weft-info)
 nccl_files=(nccl/libnccl.so.2 nccl/libweft_nccl_audit.so)
 for f in libweft.so "${tools[@]}" "${nccl_files[@]}"; do
   [ -f "$prebuilt/$f" ] || die "$prebuilt/$f is missing (build it with bazel build //... first)"
@@ -178,6 +178,7 @@ for t in "${tools[@]}"; do
       weft-run) echo "start the ranks of a weft or torch.distributed job on this host" ;;
       weft-bench) echo "benchmark weft's collectives with nccl-tests' flags and columns" ;;
       weft-sim) echo "run weft's schedules on an alpha-beta-gamma cost model" ;;
+      weft-info) echo "show what weft finds here: build, transports, knobs, algorithms" ;;
     esac)"
     echo ".SH DESCRIPTION"
     echo ".nf"

@@ -50,7 +50,7 @@ prefix=$tmp/prefix
 [ "$(readlink "$prefix/lib/libweft.so")" = "libweft.so.$major" ] || fail "libweft.so -> libweft.so.$major"
 [ "$(readlink "$prefix/lib/libweft.so.$major")" = "libweft.so.$ver" ] ||
   fail "libweft.so.$major -> libweft.so.$ver"
-for t in weft-run weft-bench weft-sim; do
+for t in weft-run weft-bench weft-sim weft-info; do
   "$prefix/bin/$t" --help >"$tmp/help.txt" 2>&1 || fail "$prefix/bin/$t --help failed"
   grep -qi "usage" "$tmp/help.txt" || fail "$t --help prints no usage"
   grep -q "^.TH" "$prefix/share/man/man1/$t.1" || fail "no man page for $t"
