@@ -31,7 +31,7 @@ if "$info" --transport carrier-pigeon >/dev/null 2>&1; then
 fi
 
 python3 - "$tmp" "$info" <<'PY'
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 
 tmp, info = sys.argv[1], sys.argv[2]
 def load(name):
@@ -41,6 +41,13 @@ def load(name):
 d = load("info.json")
 assert d["build"]["version"].count(".") == 2, d["build"]
 assert isinstance(d["build"]["cuda"], bool)
+# A CUDA build names the architectures its kernels were compiled for; a CPU-only one none.
+targets = d["build"]["cuda_targets"]
+if d["build"]["cuda"]:
+    assert targets and all(re.fullmatch(r"(sm|compute)_[0-9]+a?", x) for x in targets.split()), targets
+    assert "sm_" in targets, targets
+else:
+    assert targets is None, targets
 
 t = {x["name"]: x for x in d["transports"]}
 assert set(t) == {"tcp", "shm", "cuda_ipc", "staged", "rdma"}, sorted(t)

@@ -7,6 +7,7 @@
 #include "collectives/algo_select.h"
 #include "collectives/cost_constants.h"
 #include "comm/comm.h"
+#include "tools/info/fatbin.h"
 #include "tools/info/info.h"
 #include "transport/ibv_wrap.h"
 
@@ -19,8 +20,16 @@ void info_build(emit_t *e) {
   emit_strf(e, "header_version", "%d.%d.%d", WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
             WEFT_VERSION_PATCH);
   emit_bool(e, "cuda", (weft_build_features() & WEFT_FEATURE_CUDA) != 0);
-  /* The targets nvcc compiled for live in kernels/cuda/BUILD, not in the library. */
-  emit_str(e, "cuda_targets", NULL);
+  /* What nvcc compiled the library's kernels for, read from this program's own fat binaries (the
+   * library is linked into it whole: //comm is alwayslink). */
+  char targets[512];
+  int n = fatbin_targets("/proc/self/exe", targets, sizeof targets);
+  if (n > 0)
+    emit_str(e, "cuda_targets", targets);
+  else if (n == 0)
+    emit_str(e, "cuda_targets", NULL);
+  else
+    emit_strf(e, "cuda_targets_error", "%s", targets);
   emit_bool(e, "verbs", IBVW_HAVE_VERBS);
   emit_str(e, "compiler", __VERSION__);
 #ifdef __OPTIMIZE__
