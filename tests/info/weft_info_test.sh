@@ -92,6 +92,11 @@ for c in a["choices"]:
     fa = forced["algorithms"]
     assert "algo_error" not in fa, fa
     assert all(x["algorithm"] == name and x["forced_by_WEFT_ALGO"] for x in fa["choices"]), fa
+# An interface list that matches nothing leaves no address to advertise: tcp cannot start.
+tcp = {x["name"]: x for x in json.loads(subprocess.run(
+    [info, "--json"], check=True, capture_output=True, text=True,
+    env={"PATH": os.environ["PATH"], "WEFT_SOCKET_IFNAME": "=no-such-if0"}).stdout)["transports"]}["tcp"]
+assert not tcp["usable"] and "no-such-if0" in tcp["why"], tcp
 ba = load("badalgo.json")["algorithms"]
 assert "no_such_algo" in ba["algo_error"], ba
 print("weft-info:", ", ".join(f'{c["size"]} {c["algorithm"]}' for c in a["choices"]))

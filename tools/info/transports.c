@@ -102,8 +102,13 @@ static void show_tcp(emit_t *e, const weft_config_t *cfg) {
     emit_end(e);
     return;
   }
-  emit_bool(e, "usable", t.listen_error[0] == 0);
-  if (t.listen_error[0]) emit_strf(e, "why", "cannot listen on 127.0.0.1: %s", t.listen_error);
+  /* Init advertises an address before anything else (bootstrap/rendezvous.c): without one, no
+   * communicator starts, whatever the transport. */
+  emit_bool(e, "usable", t.listen_error[0] == 0 && t.local_error[0] == 0);
+  if (t.listen_error[0])
+    emit_strf(e, "why", "cannot listen on 127.0.0.1: %s", t.listen_error);
+  else if (t.local_error[0])
+    emit_strf(e, "why", "no address to advertise: %s", t.local_error);
   emit_str(e, "socket_ifname",
            cfg->socket_ifname[0] ? cfg->socket_ifname : "(unset: routing table)");
   emit_obj(e, "advertised");
