@@ -12,7 +12,7 @@ env -i PATH="$PATH" WEFT_NSOCKS=3 WEFT_SLICE_BYTES=128K WEFT_FOO=1 WEFT_RANK=0 \
   WEFT_JOB_TOKEN=s3cr3t-token "$info" >"$tmp/text.txt"
 env -i PATH="$PATH" WEFT_NSOCKS=3 WEFT_SLICE_BYTES=128K WEFT_FOO=1 WEFT_RANK=0 \
   WEFT_JOB_TOKEN=s3cr3t-token "$info" --json --ranks 4 >"$tmp/info.json"
-env -i PATH="$PATH" WEFT_TIMEOUT_MS=soon "$info" --json >"$tmp/bad.json"
+env -i PATH="$PATH" WEFT_TIMEOUT_MS=soon WEFT_NSOCK=2 "$info" --json >"$tmp/bad.json"
 env -i PATH="$PATH" WEFT_ALGO=all_reduce=no_such_algo "$info" --json >"$tmp/badalgo.json"
 
 if grep -q s3cr3t "$tmp/text.txt" "$tmp/info.json"; then
@@ -76,6 +76,8 @@ assert env["other"] == ["WEFT_RANK=0"], env["other"]
 
 bad = load("bad.json")["environment"]
 assert not bad["valid"] and "WEFT_TIMEOUT_MS" in bad["error"], bad
+assert bad["unknown"] == ["WEFT_NSOCK"] and bad["did_you_mean"] == ["WEFT_NSOCK: WEFT_NSOCKS?"], bad
+assert env["did_you_mean"] == [], env  # WEFT_FOO is near no knob
 badknob = {k["name"]: k for k in bad["knobs"]}["WEFT_TIMEOUT_MS"]
 assert "not an integer" in badknob["error"] and "value" not in badknob, badknob
 

@@ -69,6 +69,27 @@ static int is_other_var(const char *name) {
   return 0;
 }
 
+/* Levenshtein distance of two short names (longer ones count as far apart). */
+static int edit_distance(const char *a, const char *b) {
+  enum { MAX = 64 };
+  size_t la = strlen(a), lb = strlen(b);
+  if (la >= MAX || lb >= MAX) return MAX;
+  int row[MAX + 1];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
 /* config_load's getenv for one knob alone, so that a bad value is reported against its own
  * variable and the others still show. */
 typedef struct {
@@ -129,6 +150,25 @@ void info_knobs(emit_t *e, const char *cfg_error) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)(eq - *p), *p);
     if (knob_index(name) < 0 && !is_other_var(name)) emit_str(e, NULL, name);
+  }
+  emit_end(e);
+  /* A misspelt knob is silently ignored by init: name the knob it was probably meant to be. */
+  emit_arr(e, "did_you_mean");
+  for (char **p = environ; *p; p++) {
+    const char *eq = strchr(*p, '=');
+    if (strncmp(*p, "WEFT_", 5) != 0 || !eq) continue;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - *p), *p);
+    if (knob_index(name) >= 0 || is_other_var(name)) continue;
+    const char *best = NULL;
+    int best_d = 3; /* at most two edits away */
+    for (int i = 0; i < config_knob_count(); i++) {
+      const char *n, *d, *desc;
+      config_knob_info(i, &n, &d, &desc);
+      int dist = edit_distance(name, n);
+      if (dist < best_d) best_d = dist, best = n;
+    }
+    if (best) emit_strf(e, NULL, "%s: %s?", name, best);
   }
   emit_end(e);
   emit_end(e);
