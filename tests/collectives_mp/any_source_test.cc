@@ -580,6 +580,34 @@ TEST(AnySource, RefusedInsideALargerGroup) {
   EXPECT_EQ(mp_summary(res), "");
 }
 
+// Rounds of `iters` round trips of one int32 between ranks 0 and 1, rank 0 receiving the reply
+// by name and from any source in alternate rounds: microseconds per round trip of each round.
+std::string PingPongRounds(int rank, weft_comm_t* comm, int rounds, int iters,
+                           std::vector<double>* named, std::vector<double>* any) {
+  int32_t v = 0;
+  for (int round = 0; round < 2 * rounds; round++) {
+    bool use_any = round % 2 == 1;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; i++) {
+      weft_result_t a, b;
+      if (rank == 0) {
+        a = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
+        b = use_any ? weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr)
+                    : weft_recv(&v, 1, WEFT_INT32, 1, comm, nullptr);
+      } else {
+        b = weft_recv(&v, 1, WEFT_INT32, 0, comm, nullptr);
+        a = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
+      }
+      if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
+    }
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        iters;
+    (use_any ? any : named)->push_back(us);
+  }
+  return "";
+}
+
 // Not run by default (a timing, not a check): round trips of one int32 between two ranks, rank 0
 // receiving the reply by name or from any source, alternately in rounds; prints the median of
 // each per round trip. Run with --gtest_also_run_disabled_tests --gtest_filter='*PingPong*'.
@@ -594,28 +622,8 @@ TEST(AnySource, DISABLED_PingPongLatency) {
           if (!err.empty()) return err;
           const int kRounds = 7, kIters = 2000;
           std::vector<double> named, any;
-          int32_t v = 0;
-          for (int round = 0; round < 2 * kRounds; round++) {
-            bool use_any = round % 2 == 1;
-            auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; i < kIters; i++) {
-              weft_result_t a, b;
-              if (rank == 0) {
-                a = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
-                b = use_any ? weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr)
-                            : weft_recv(&v, 1, WEFT_INT32, 1, comm, nullptr);
-              } else {
-                b = weft_recv(&v, 1, WEFT_INT32, 0, comm, nullptr);
-                a = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
-              }
-              if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
-            }
-            double us =
-                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                    .count() /
-                kIters;
-            (use_any ? any : named).push_back(us);
-          }
+          err = PingPongRounds(rank, comm, kRounds, kIters, &named, &any);
+          if (!err.empty()) return err;
           weft_comm_destroy(comm);
           if (rank == 0) {
             std::sort(named.begin(), named.end());
@@ -655,28 +663,8 @@ TEST(AnySource, DISABLED_PingPongWithPeersNotConnected) {
         }
         const int kRounds = 7, kIters = 2000;
         std::vector<double> named, any;
-        int32_t v = 0;
-        for (int round = 0; round < 2 * kRounds; round++) {
-          bool use_any = round % 2 == 1;
-          auto t0 = std::chrono::steady_clock::now();
-          for (int i = 0; i < kIters; i++) {
-            weft_result_t a, b;
-            if (rank == 0) {
-              a = weft_send(&v, 1, WEFT_INT32, 1, comm, nullptr);
-              b = use_any ? weft_recv_any(&v, 1, WEFT_INT32, 0, nullptr, comm, nullptr)
-                          : weft_recv(&v, 1, WEFT_INT32, 1, comm, nullptr);
-            } else {
-              b = weft_recv(&v, 1, WEFT_INT32, 0, comm, nullptr);
-              a = weft_send(&v, 1, WEFT_INT32, 0, comm, nullptr);
-            }
-            if (a != WEFT_SUCCESS || b != WEFT_SUCCESS) return weft_last_error();
-          }
-          double us =
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              kIters;
-          (use_any ? any : named).push_back(us);
-        }
+        err = PingPongRounds(rank, comm, kRounds, kIters, &named, &any);
+        if (!err.empty()) return err;
         if (rank == 0) {
           std::sort(named.begin(), named.end());
           std::sort(any.begin(), any.end());
