@@ -1,45 +1,63 @@
 /* halving.c -- recursive halving over units, shared by the Rabenseifner algorithms. */
 #include "collectives/halving.h"
 
+#include <math.h>
+
 #include "collectives/emit.h"
 #include "collectives/fold.h"
 
-int halving_first(const halving_t *h, int w) { return h->per_rank ? fold_first(w, h->rem) : w; }
-
-int halving_send(halving_t *h, int peer, int first, int end, int record, int step) {
-  for (int c = first; c < end; c++) {
-    unit_t *u = &h->u[c];
-    sched_op_t op = {.kind = SCHED_SEND,
-                     .peer = peer,
-                     .buf = u->buf,
-                     .offset = u->buf_off,
-                     .count = u->len,
-                     .dep = u->op,
-                     .step = step};
-    int i = emit(h->s, op);
-    if (i == EMIT_OOM) return -1;
-    if (record) u->sent = i;
-  }
-  return 0;
+void halving_init(halving_t *h, schedule_t *s, int rank, int p, int per_rank, size_t count) {
+  int q = fold_pow2(p), rem = p - q;
+  *h = (halving_t){.s = s,
+                   .q = q,
+                   .rem = rem,
+                   .v = fold_vrank(rank, rem),
+                   .per_rank = per_rank,
+                   .count = count,
+                   .buf = SCHED_SENDBUF,
+                   .op = -1,
+                   .acc = SCHED_RECVBUF,
+                   .own_op = -1};
+  for (int k = 0; k <= HALVING_MAX_STEPS; k++) h->sent[k] = -1;
 }
 
-int halving_fold(halving_t *h, int peer, int first, int end, int final, int step) {
-  for (int c = first; c < end; c++) {
-    unit_t *u = &h->u[c];
-    sched_op_t op = {.kind = SCHED_RECV_REDUCE,
-                     .peer = peer,
-                     .buf = u->acc,
-                     .offset = u->acc_off,
-                     .count = u->len,
-                     .src_buf = u->buf,
-                     .src_offset = u->buf_off,
-                     .dep = u->op,
-                     .final = final,
-                     .step = step};
-    if ((u->op = emit(h->s, op)) == EMIT_OOM) return -1;
-    u->buf = u->acc;
-    u->buf_off = u->acc_off;
-  }
+/* The first element of virtual rank w's units (w = q: the end of the buffer). */
+static size_t unit_start(const halving_t *h, int w) {
+  if (h->per_rank) return (size_t)fold_first(w, h->rem) * h->count;
+  if (w >= h->q) return h->count;
+  size_t off, len;
+  sched_chunk(h->count, h->q, w, &off, &len);
+  return off;
+}
+
+void halving_range(const halving_t *h, int w0, int w1, size_t *off, size_t *len) {
+  *off = unit_start(h, w0);
+  *len = unit_start(h, w1) - *off;
+}
+
+/* Receives [off, +len) from peer and folds it with the current values into dst[off - shift]. */
+static int fold_into(halving_t *h, int peer, size_t off, size_t len, int final, int step,
+                     sched_buf_t dst, size_t shift) {
+  sched_op_t op = {.kind = SCHED_RECV_REDUCE,
+                   .peer = peer,
+                   .buf = dst,
+                   .offset = off - shift,
+                   .count = len,
+                   .src_buf = h->buf,
+                   .src_offset = off - h->shift,
+                   .dep = h->op,
+                   .dep_whole = 1,
+                   .final = final,
+                   .step = step};
+  return emit(h->s, op);
+}
+
+int halving_fold(halving_t *h, int peer, size_t off, size_t len, int step) {
+  int i = fold_into(h, peer, off, len, 0, step, h->acc, h->acc_shift);
+  if (i == EMIT_OOM) return -1;
+  h->op = i;
+  h->buf = h->acc;
+  h->shift = h->acc_shift;
   return 0;
 }
 
@@ -48,11 +66,55 @@ int halving_run(halving_t *h) {
   for (int half = h->q / 2; half >= 1; half /= 2, step++) {
     int peer = fold_real(h->v ^ half, h->rem);
     int keep = h->v & half ? lo + half : lo, give = h->v & half ? lo : lo + half;
-    if (halving_send(h, peer, halving_first(h, give), halving_first(h, give + half), 1, step) ||
-        halving_fold(h, peer, halving_first(h, keep), halving_first(h, keep + half), half == 1,
-                     step))
-      return -1;
+    size_t goff, glen, koff, klen;
+    halving_range(h, give, give + half, &goff, &glen);
+    halving_range(h, keep, keep + half, &koff, &klen);
+    /* The last step of a reduce-scatter sends block by block: the partner receives its own
+     * block apart (into recvbuf), and the ops of a stream pair one to one. */
+    size_t piece = half == 1 && h->per_rank ? h->count : glen, o = goff;
+    do {
+      size_t len = goff + glen - o < piece ? goff + glen - o : piece;
+      sched_op_t send = {.kind = SCHED_SEND,
+                         .peer = peer,
+                         .buf = h->buf,
+                         .offset = o - h->shift,
+                         .count = len,
+                         .dep = h->op,
+                         .dep_whole = 1,
+                         .step = step};
+      if ((h->sent[step] = emit(h->s, send)) == EMIT_OOM) return -1;
+      o += len;
+    } while (o < goff + glen);
+    int i;
+    if (half > 1 || h->own_len == 0) {
+      i = fold_into(h, peer, koff, klen, half == 1, step, h->acc, h->acc_shift);
+    } else {
+      /* The own block ends the kept range (fold.h: real rank 2i+1 plays virtual rank i, whose
+       * blocks are 2i and 2i+1), so the range is at most two pieces, in stream order. */
+      i = fold_into(h, peer, koff, h->own_off - koff, 1, step, h->acc, h->acc_shift);
+      if (i != EMIT_OOM)
+        h->own_op = fold_into(h, peer, h->own_off, h->own_len, 1, step, SCHED_RECVBUF, h->own_off);
+      if (h->own_op == EMIT_OOM) return -1;
+    }
+    if (i == EMIT_OOM) return -1;
+    h->op = i;
+    h->buf = h->acc;
+    h->shift = h->acc_shift;
     lo = keep;
   }
   return 0;
+}
+
+double halving_copy_step_cost(const cost_model_t *c, double m) {
+  if (m <= 0) return 0;
+  return ceil(m / c->slice_bytes) * c->alpha + m * c->beta;
+}
+
+double halving_reduce_step_cost(const cost_model_t *c, double m) {
+  if (m <= 0) return 0;
+  double k = ceil(m / c->slice_bytes), s1 = fmin(m, c->slice_bytes);
+  double r = m - (k - 1) * c->slice_bytes;
+  double port = k * c->alpha + m * c->beta + r * c->gamma;
+  double cpu = c->alpha + s1 * c->beta + m * c->gamma;
+  return fmax(port, cpu);
 }

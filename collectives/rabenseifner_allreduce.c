@@ -6,25 +6,28 @@
  * shrinking size; doubling then swaps ever larger gathered ranges with v xor 1, 2, 4, ...:
  *
  *   p = 4, chunks a b c d
- *   halve 1: 0<->2 1<->3 (2 chunks)   halve 2: 0<->1 2<->3 (1 chunk)   rank v: chunk v reduced
- *   double 1: 0<->1 2<->3 (1 chunk)   double 2: 0<->2 1<->3 (2 chunks)  everyone: a b c d
+ *   halve 1: 0<->2 1<->3 (c d | a b)  halve 2: 0<->1 2<->3 (one chunk)  rank v: chunk v reduced
+ *   double 1: 0<->1 2<->3 (one chunk)  double 2: 0<->2 1<->3 (a b | c d)  everyone: a b c d
  *
- * Chunks accumulate in place in recvbuf (step 1 reads sendbuf). A gathered chunk arrives where
- * this rank's partial of it was sent from during the halving, so its receive waits for that
- * send: the halving never waits on the gathering, so this closes no cycle.
+ * What a rank sends or receives in a step is one contiguous range, so every step is one op each
+ * way (2 log2 p' + 2 ops a rank, whatever n), and every rank's schedule is rank 0's with its
+ * peers xor-ed (at powers of two; weft-sim's symmetric replay finds that). Chunks accumulate in
+ * place in recvbuf (step 1 reads sendbuf). A step's send reads ranges that several earlier ops
+ * wrote, at other offsets than their own, so it waits for the whole of each (dep_whole: store
+ * and forward per step). A gathered range arrives where this rank's partial of it was sent from
+ * in the halving step with the same partner, so that receive waits for that send, slice by
+ * slice (same range, same count): the halving never waits on the gathering, so this closes no
+ * cycle.
  *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): the call
- * description first, h = a + 40 b. Every chunk, c = n/p' bytes, travels as its own op of
- * ceil(c/S) messages (first slice s1, last r): the halving sends p'-1 chunks, the doubling p'-1
- * more. A rank's port serves all its steps first-come first-served, so the partner that owes it
- * a chunk of the first halving step may send that one last, after its own p'-1; the
- * p'/4 + p'/8 + ... + 1 = p'/2 - 1 chunks this rank forwards from it follow. The busiest port
- * then carries U = 2(p'-1) + p'/2 - 1 chunks (plus p' in and p' out on a rank that folds another
- * in), and the CPU reduces R = p'-1 chunks (plus p'):
- *   h + max(U (ceil(c/S) a + c b) + r g, a + s1 b + R c g)
- * One alpha per message, about 2.5 p' where the textbook has 2 log2 p': small sizes are
- * recursive doubling's; for large n about 2.5 n b, the ring's 2(p-1)/p n b. weft-sim measures
- * 0.83..1.19 times this over 2..16 ranks. */
+ * description first, h = a + 40 b. Every step starts when the step before is complete and is
+ * the same on every rank, so the steps add up: halving step k moves and reduces n/2^k bytes,
+ * doubling step k moves n/2^k, each in ceil(m/S) slices pipelined through the port (halving.h's
+ * step costs: R(m) = max(ceil(m/S) a + m b + r g, a + s1 b + m g), C(m) = ceil(m/S) a + m b):
+ *   h + sum_{k=1..log2 p'} (R(n/2^k) + C(n/2^k))  [+ R(n) + C(n) when p folds onto p']
+ * Unsliced that is the textbook 2 log2 p' a + 2 (p'-1)/p' n b + (p'-1)/p' n g (plus the fold's
+ * 2 a + 2 n b + n g). Sliced, each step pays one alpha per slice and the steps do not overlap:
+ * the ring, pipelining across steps, wins for large n. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -35,35 +38,55 @@
 #include "common/error.h"
 
 double rabenseifner_allreduce_cost(const cost_model_t *m, int p, double n) {
-  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
   if (p < 2) return 0;
-  if (n <= 0) return a + 40 * b;
-  int q = fold_pow2(p), folds = q != p;
-  double c = n / q, k = ceil(c / S), s1 = fmin(c, S), r = c - (k - 1) * S;
-  double port = (2 * (q - 1) + q / 2 - 1 + 2 * q * folds) * (k * a + c * b) + r * g;
-  double cpu = a + s1 * b + (q - 1 + q * folds) * c * g;
-  return a + 40 * b + fmax(port, cpu);
+  double t = m->alpha + 40 * m->beta;
+  if (n <= 0) return t;
+  int q = fold_pow2(p);
+  if (q != p) t += halving_reduce_step_cost(m, n) + halving_copy_step_cost(m, n);
+  for (double c = n / 2; q > 1; q /= 2, c /= 2)
+    t += halving_reduce_step_cost(m, c) + halving_copy_step_cost(m, c);
+  return t;
 }
 
-/* Recursive doubling over the reduced chunks: each received chunk lands where this rank's
- * partial of it was sent from. */
-static int gather(halving_t *h) {
+/* Emits `op`, a send that reads what the ops in `writers` wrote, waiting for the whole of each;
+ * returns its index as emit() does (-3 when adding a dependency runs out of memory). */
+static int emit_after(schedule_t *s, sched_op_t op, const int *writers, int nw) {
+  op.dep = -1;
+  int i = emit(s, op);
+  if (i < 0) return i;
+  for (int k = 0; k < nw; k++)
+    if (writers[k] >= 0 && sched_add_dep(s, i, writers[k], 1)) return EMIT_OOM;
+  return i;
+}
+
+/* Recursive doubling over the reduced chunks: step d sends the d chunks gathered so far, one
+ * range, and receives the partner's d next to them. writers[] collects every op that wrote a
+ * part of the gathered range (the halving's last fold, then each receive here). */
+static int gather(halving_t *h, int *writers, int *nw) {
+  writers[(*nw)++] = h->op;
   for (int d = 1, step = fold_log2(h->q) + 1; d < h->q; d *= 2, step++) {
     int w = h->v ^ d, peer = fold_real(w, h->rem), mine = h->v & ~(d - 1), theirs = w & ~(d - 1);
-    if (halving_send(h, peer, mine, mine + d, 0, step)) return -1;
-    for (int c = theirs; c < theirs + d; c++) {
-      unit_t *u = &h->u[c];
-      sched_op_t op = {.kind = SCHED_RECV_COPY,
+    size_t moff, mlen, toff, tlen;
+    halving_range(h, mine, mine + d, &moff, &mlen);
+    halving_range(h, theirs, theirs + d, &toff, &tlen);
+    sched_op_t send = {.kind = SCHED_SEND,
                        .peer = peer,
                        .buf = SCHED_RECVBUF,
-                       .offset = u->off,
-                       .count = u->len,
-                       .dep = u->sent,
+                       .offset = moff,
+                       .count = mlen,
                        .step = step};
-      if ((u->op = emit(h->s, op)) == EMIT_OOM) return -1;
-      u->buf = SCHED_RECVBUF;
-      u->buf_off = u->off;
-    }
+    /* The partner's range is what this rank sent it in halving step log2(q/d). */
+    sched_op_t recv = {.kind = SCHED_RECV_COPY,
+                       .peer = peer,
+                       .buf = SCHED_RECVBUF,
+                       .offset = toff,
+                       .count = tlen,
+                       .dep = h->sent[fold_log2(h->q / d)],
+                       .step = step};
+    int r;
+    if (emit_after(h->s, send, writers, *nw) < -1 || (r = emit(h->s, recv)) == EMIT_OOM)
+      return -1;
+    writers[(*nw)++] = r;
   }
   return 0;
 }
@@ -73,43 +96,37 @@ weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a)
   size_t n = a->count;
   sched_init(s, n, n);
   sched_ring_headers(s, rank, p);
-  int q = fold_pow2(p), rem = p - q;
-  halving_t h = {s, q, rem, fold_vrank(rank, rem), 0, calloc((size_t)q, sizeof(unit_t))};
-  if (!h.u) goto oom;
   if (p == 1) {
     if (emit_own_copy(s, a->in_place, 0, 0, n) == EMIT_OOM) goto oom;
-    free(h.u);
     return WEFT_SUCCESS;
   }
-  for (int c = 0; c < q; c++) {
-    size_t off, len;
-    sched_chunk(n, q, c, &off, &len);
-    h.u[c] = (unit_t){off, len, SCHED_RECVBUF, off, SCHED_SENDBUF, off, -1, -1};
-  }
-  int last = fold_log2(q) + 1;
+  halving_t h;
+  halving_init(&h, s, rank, p, 0, n);
+  int last = 2 * fold_log2(h.q) + 1, writers[HALVING_MAX_STEPS + 1], nw = 0;
   if (h.v < 0) {
     /* Folded out: hand the input over; in place, the result lands on what was sent. */
-    if (halving_send(&h, rank + 1, 0, q, 1, 0)) goto oom;
-    for (int c = 0; c < q; c++) {
-      sched_op_t op = {.kind = SCHED_RECV_COPY,
+    sched_op_t give = {
+        .kind = SCHED_SEND, .peer = rank + 1, .buf = SCHED_SENDBUF, .count = n, .dep = -1};
+    int i = emit(s, give);
+    sched_op_t back = {.kind = SCHED_RECV_COPY,
                        .peer = rank + 1,
                        .buf = SCHED_RECVBUF,
-                       .offset = h.u[c].off,
-                       .count = h.u[c].len,
-                       .dep = h.u[c].sent,
-                       .step = 2 * last - 1};
-      if (emit(s, op) == EMIT_OOM) goto oom;
-    }
-  } else {
-    int folded = rank < 2 * rem;
-    if (folded && halving_fold(&h, rank - 1, 0, q, 0, 0)) goto oom;
-    if (halving_run(&h) || gather(&h)) goto oom;
-    if (folded && halving_send(&h, rank - 1, 0, q, 0, 2 * last - 1)) goto oom;
+                       .count = n,
+                       .dep = i,
+                       .step = last};
+    if (i == EMIT_OOM || emit(s, back) == EMIT_OOM) goto oom;
+    return WEFT_SUCCESS;
   }
-  free(h.u);
+  int folded = rank < 2 * h.rem;
+  if (folded && halving_fold(&h, rank - 1, 0, n, 0)) goto oom;
+  if (halving_run(&h) || gather(&h, writers, &nw)) goto oom;
+  if (folded) {
+    sched_op_t out = {
+        .kind = SCHED_SEND, .peer = rank - 1, .buf = SCHED_RECVBUF, .count = n, .step = last};
+    if (emit_after(s, out, writers, nw) < -1) goto oom;
+  }
   return WEFT_SUCCESS;
 oom:
-  free(h.u);
   return WEFT_ERR(WEFT_ERR_NO_MEMORY,
                   "rabenseifner all-reduce: out of memory building the schedule");
 }

@@ -10,23 +10,22 @@
  *   step 1: 0<->2 1<->3 (2 blocks)    step 2: 0<->1 2<->3 (1 block)    rank r: block r reduced
  *   p = 5: fold in 0 -> 1 (all 5 blocks), the steps over 1 2 3 4, fold out 1 -> 0 (block 0)
  *
- * Partial sums accumulate in scratch (a rank's own block in recvbuf), at most half the input, the
- * whole input on a rank that folds another in.
+ * The blocks of consecutive virtual ranks are consecutive in sendbuf, so a half is one range:
+ * one send and one reducing receive a step (the last step's receive is two on a rank that folds
+ * another in: its partner's block, then its own). Partial sums accumulate in scratch, at most
+ * half the input (the whole input on a rank that folds another in); the last step reduces the
+ * rank's own block straight into recvbuf. Every rank's schedule is rank 0's with its peers
+ * xor-ed at powers of two.
  *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice, n the
- * input): the call description first, h = a + 40 b. Every block, c = n/p bytes, travels as its
- * own op of ceil(c/S) messages (first slice s1, last r); a step sends and folds half of what is
- * left, p'-1 units of p/p' blocks in all. A rank's port serves all its steps first-come
- * first-served, so the partner that owes it a unit of the first step may send that one last,
- * after its own p'-1; the p'/2 - 1 units this rank forwards from it follow. The busiest port
- * carries U = (3p'/2 - 2) p/p' blocks (plus p + 1 on a rank that folds another in: all blocks
- * in, its partner's block out), and the CPU reduces R = (p'-1) p/p' blocks (plus p):
- *   h + max(U (ceil(c/S) a + c b) + r g, a + s1 b + R c g)
- * The port term is never below the ring's (p-1)(ceil(c/S) a + c b): with one alpha per message,
- * log2 p' steps save nothing. weft-sim measures 0.79..1.27 times this over 2..16 ranks (the
- * most where p is not a power of two). */
+ * input, c = n/p a block): the call description first, h = a + 40 b. Each step waits for the
+ * whole of the one before (store and forward), so the steps add up along the ranks with the most
+ * blocks: with u = p'/2^k units a half in step k, the half that starts at virtual rank 0 holds
+ * m_k = (u + min(u, p - p')) c bytes, the most of any (the first p - p' virtual ranks own two
+ * blocks). With halving.h's R(m) = max(ceil(m/S) a + m b + r g, a + s1 b + m g):
+ *   h + sum_{k=1..log2 p'} R(m_k)  [+ R(n) + ceil(c/S) a + c b when p folds onto p']
+ * At powers of two, unsliced: the textbook log2 p a + (p-1)/p n (b + g). */
 #include <math.h>
-#include <stdlib.h>
 
 #include "collectives/algorithms.h"
 #include "collectives/emit.h"
@@ -35,14 +34,14 @@
 #include "common/error.h"
 
 double rabenseifner_reduce_scatter_cost(const cost_model_t *m, int p, double n) {
-  double a = m->alpha, b = m->beta, g = m->gamma, S = m->slice_bytes;
   if (p < 2) return 0;
-  if (n <= 0) return a + 40 * b;
-  int q = fold_pow2(p), folds = q != p;
-  double c = n / p, k = ceil(c / S), s1 = fmin(c, S), r = c - (k - 1) * S;
-  double port = ((1.5 * q - 2) * p / q + (p + 1) * folds) * (k * a + c * b) + r * g;
-  double cpu = a + s1 * b + ((double)(q - 1) * p / q + p * folds) * c * g;
-  return a + 40 * b + fmax(port, cpu);
+  double t = m->alpha + 40 * m->beta;
+  if (n <= 0) return t;
+  int q = fold_pow2(p), rem = p - q;
+  double c = n / p;
+  if (rem) t += halving_reduce_step_cost(m, n) + halving_copy_step_cost(m, c);
+  for (int u = q / 2; u >= 1; u /= 2) t += halving_reduce_step_cost(m, (u + fmin(u, rem)) * c);
+  return t;
 }
 
 weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_t *a) {
@@ -50,46 +49,52 @@ weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_
   size_t n = a->count;
   sched_init(s, n * (size_t)p, n);
   sched_ring_headers(s, rank, p);
-  int q = fold_pow2(p), rem = p - q;
-  halving_t h = {s, q, rem, fold_vrank(rank, rem), 1, calloc((size_t)p, sizeof(unit_t))};
-  if (!h.u) goto oom;
   if (p == 1) {
     if (emit_own_copy(s, a->in_place, 0, 0, n) == EMIT_OOM) goto oom;
-    free(h.u);
     return WEFT_SUCCESS;
   }
-  int folded = rank < 2 * rem;
-  /* A non-folding rank only ever accumulates the half it keeps in step 1. */
-  int base = folded || h.v < 0 ? 0 : halving_first(&h, h.v & q / 2);
-  for (int c = 0; c < p; c++) {
-    size_t off = (size_t)c * n, acc_off = c >= base ? (size_t)(c - base) * n : 0;
-    h.u[c] = (unit_t){off, n, SCHED_SCRATCH, acc_off, SCHED_SENDBUF, off, -1, -1};
-    if (c == rank) {
-      h.u[c].acc = SCHED_RECVBUF;
-      h.u[c].acc_off = 0;
-    }
-  }
-  int last = fold_log2(q) + 1;
+  halving_t h;
+  halving_init(&h, s, rank, p, 1, n);
+  int last = fold_log2(h.q) + 1;
   if (h.v < 0) {
     /* Folded out: hand all blocks over, get block `rank` back (in place, onto what was sent). */
-    if (halving_send(&h, rank + 1, 0, p, 1, 0)) goto oom;
-    sched_op_t op = {.kind = SCHED_RECV_COPY,
-                     .peer = rank + 1,
-                     .buf = SCHED_RECVBUF,
-                     .count = n,
-                     .dep = h.u[rank].sent,
-                     .step = last};
-    if (emit(s, op) == EMIT_OOM) goto oom;
-  } else {
-    if (folded && halving_fold(&h, rank - 1, 0, p, 0, 0)) goto oom;
-    if (halving_run(&h)) goto oom;
-    if (folded && halving_send(&h, rank - 1, rank - 1, rank, 0, last)) goto oom;
+    sched_op_t give = {
+        .kind = SCHED_SEND, .peer = rank + 1, .buf = SCHED_SENDBUF, .count = p * n, .dep = -1};
+    int i = emit(s, give);
+    sched_op_t back = {.kind = SCHED_RECV_COPY,
+                       .peer = rank + 1,
+                       .buf = SCHED_RECVBUF,
+                       .count = n,
+                       .dep = i,
+                       .dep_whole = 1,
+                       .step = last};
+    if (i == EMIT_OOM || emit(s, back) == EMIT_OOM) goto oom;
+    return WEFT_SUCCESS;
+  }
+  int folded = rank < 2 * h.rem;
+  /* Scratch holds what this rank keeps after step 1 (after the fold-in: all of it). */
+  size_t keep_len;
+  if (!folded) halving_range(&h, h.v & h.q / 2, (h.v & h.q / 2) + h.q / 2, &h.acc_shift, &keep_len);
+  h.acc = SCHED_SCRATCH;
+  h.own_off = (size_t)rank * n;
+  h.own_len = n;
+  if (folded && halving_fold(&h, rank - 1, 0, (size_t)p * n, 0)) goto oom;
+  if (halving_run(&h)) goto oom;
+  if (folded) {
+    /* The partner's block, reduced in scratch by the last step's first receive. */
+    sched_op_t out = {.kind = SCHED_SEND,
+                      .peer = rank - 1,
+                      .buf = SCHED_SCRATCH,
+                      .offset = (size_t)(rank - 1) * n - h.acc_shift,
+                      .count = n,
+                      .dep = h.op,
+                      .dep_whole = 1,
+                      .step = last};
+    if (emit(s, out) == EMIT_OOM) goto oom;
   }
   emit_size_scratch(s);
-  free(h.u);
   return WEFT_SUCCESS;
 oom:
-  free(h.u);
   return WEFT_ERR(WEFT_ERR_NO_MEMORY,
                   "rabenseifner reduce-scatter: out of memory building the schedule");
 }
