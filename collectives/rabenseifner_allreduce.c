@@ -84,8 +84,7 @@ static int gather(halving_t *h, int *writers, int *nw) {
                        .dep = h->sent[fold_log2(h->q / d)],
                        .step = step};
     int r;
-    if (emit_after(h->s, send, writers, *nw) < -1 || (r = emit(h->s, recv)) == EMIT_OOM)
-      return -1;
+    if (emit_after(h->s, send, writers, *nw) < -1 || (r = emit(h->s, recv)) == EMIT_OOM) return -1;
     writers[(*nw)++] = r;
   }
   return 0;
