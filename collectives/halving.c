@@ -17,7 +17,8 @@ void halving_init(halving_t *h, schedule_t *s, int rank, int p, int per_rank, si
                    .buf = SCHED_SENDBUF,
                    .op = -1,
                    .acc = SCHED_RECVBUF,
-                   .own_op = -1};
+                   .own_op = -1,
+                   .last_fold = -1};
   for (int k = 0; k <= HALVING_MAX_STEPS; k++) h->sent[k] = -1;
 }
 
@@ -49,7 +50,9 @@ static int fold_into(halving_t *h, int peer, size_t off, size_t len, int final, 
                    .dep_whole = 1,
                    .final = final,
                    .step = step};
-  return emit(h->s, op);
+  int i = emit(h->s, op);
+  if (i >= 0) h->last_fold = i;
+  return i;
 }
 
 int halving_fold(halving_t *h, int peer, size_t off, size_t len, int step) {
@@ -93,7 +96,8 @@ int halving_run(halving_t *h) {
        * blocks are 2i and 2i+1), so the range is at most two pieces, in stream order. */
       i = fold_into(h, peer, koff, h->own_off - koff, 1, step, h->acc, h->acc_shift);
       if (i != EMIT_OOM)
-        h->own_op = fold_into(h, peer, h->own_off, h->own_len, 1, step, SCHED_RECVBUF, h->own_off);
+        h->own_op = fold_into(h, peer, h->own_off, h->own_len, 1, step, SCHED_RECVBUF,
+                              h->own_off - h->own_dst);
       if (h->own_op == EMIT_OOM) return -1;
     }
     if (i == EMIT_OOM) return -1;

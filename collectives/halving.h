@@ -13,7 +13,8 @@
  * before reduced, but a different sub-range of it (the upper half starts mid-way), so slice j
  * does not line up with slice j: each waits for the whole of the step before (dep_whole, store
  * and forward per step, as MPICH's). A fold writes the half this rank keeps, which no send of it
- * reads any more, so no receive waits for a send. */
+ * reads any more, so no receive waits for a send. Every op has one dependency (the device loop
+ * and the test engine take no more). */
 #ifndef WEFT_COLLECTIVES_HALVING_H_
 #define WEFT_COLLECTIVES_HALVING_H_
 
@@ -32,10 +33,12 @@ typedef struct {
   int op;          /* ... and the op that put them there (-1: there from the start) */
   sched_buf_t acc; /* where partial results accumulate: element e at acc[e - acc_shift] */
   size_t acc_shift;
-  /* The last step writes elements [own_off, +own_len) to recvbuf[0, +own_len) instead (a
-   * reduce-scatter's own block, the last of its virtual rank's units): op own_op. */
-  size_t own_off, own_len;
+  /* The last step writes elements [own_off, +own_len) to recvbuf[own_dst, +own_len) instead (a
+   * reduce-scatter's own block, the last of its virtual rank's units; an all-reduce's chunk):
+   * op own_op. */
+  size_t own_off, own_len, own_dst;
   int own_op;
+  int last_fold; /* the last fold that moved any elements (-1: none): it waits for all the others */
   int sent[HALVING_MAX_STEPS + 1]; /* sent[k]: the send of step k (-1: none) */
 } halving_t;
 

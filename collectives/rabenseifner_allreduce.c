@@ -11,13 +11,14 @@
  *
  * What a rank sends or receives in a step is one contiguous range, so every step is one op each
  * way (2 log2 p' + 2 ops a rank, whatever n), and every rank's schedule is rank 0's with its
- * peers xor-ed (at powers of two; weft-sim's symmetric replay finds that). Chunks accumulate in
- * place in recvbuf (step 1 reads sendbuf). A step's send reads ranges that several earlier ops
- * wrote, at other offsets than their own, so it waits for the whole of each (dep_whole: store
- * and forward per step). A gathered range arrives where this rank's partial of it was sent from
- * in the halving step with the same partner, so that receive waits for that send, slice by
- * slice (same range, same count): the halving never waits on the gathering, so this closes no
- * cycle.
+ * peers xor-ed (at powers of two; weft-sim's symmetric replay finds that). A step reads ranges
+ * that earlier ops wrote at other offsets, so it waits for the whole of the op before it (one
+ * dependency an op, dep_whole: store and forward per step, as MPICH). Partial sums go to
+ * scratch (half the buffer; all of it on a rank that folds another in), the finished chunk and
+ * the gathered ones to recvbuf: a gathered range never lands on a partial a halving send may
+ * still read. Only the last one lands where step 1 sent from (sendbuf, which in place is
+ * recvbuf), so it waits, slice by slice, for that send; the halving never waits on the
+ * gathering, so this closes no cycle.
  *
  * Cost (a: seconds per message, b: per byte sent, g: per byte reduced, S the slice): the call
  * description first, h = a + 40 b. Every step starts when the step before is complete and is
@@ -48,44 +49,39 @@ double rabenseifner_allreduce_cost(const cost_model_t *m, int p, double n) {
   return t;
 }
 
-/* Emits `op`, a send that reads what the ops in `writers` wrote, waiting for the whole of each;
- * returns its index as emit() does (-3 when adding a dependency runs out of memory). */
-static int emit_after(schedule_t *s, sched_op_t op, const int *writers, int nw) {
-  op.dep = -1;
-  int i = emit(s, op);
-  if (i < 0) return i;
-  for (int k = 0; k < nw; k++)
-    if (writers[k] >= 0 && sched_add_dep(s, i, writers[k], 1)) return EMIT_OOM;
-  return i;
-}
-
 /* Recursive doubling over the reduced chunks: step d sends the d chunks gathered so far, one
- * range, and receives the partner's d next to them. writers[] collects every op that wrote a
- * part of the gathered range (the halving's last fold, then each receive here). */
-static int gather(halving_t *h, int *writers, int *nw) {
-  writers[(*nw)++] = h->op;
+ * range, and receives the partner's d next to them. `*chain` is the last op that wrote a part of
+ * the gathered range; it waits for every other (each receive waits for the whole of the one
+ * before), so a send needs only it. Where the halving's first send read user memory (sendbuf,
+ * which in place is recvbuf), the last receive overwrites what that send read, so it waits for
+ * that send instead, slice by slice (same range): nothing waits for it but the call's end. */
+static int gather(halving_t *h, int from_user, int *chain) {
+  *chain = h->last_fold;
   for (int d = 1, step = fold_log2(h->q) + 1; d < h->q; d *= 2, step++) {
     int w = h->v ^ d, peer = fold_real(w, h->rem), mine = h->v & ~(d - 1), theirs = w & ~(d - 1);
     size_t moff, mlen, toff, tlen;
     halving_range(h, mine, mine + d, &moff, &mlen);
     halving_range(h, theirs, theirs + d, &toff, &tlen);
+    int war = 2 * d == h->q && from_user;
     sched_op_t send = {.kind = SCHED_SEND,
                        .peer = peer,
                        .buf = SCHED_RECVBUF,
                        .offset = moff,
                        .count = mlen,
+                       .dep = *chain,
+                       .dep_whole = 1,
                        .step = step};
-    /* The partner's range is what this rank sent it in halving step log2(q/d). */
     sched_op_t recv = {.kind = SCHED_RECV_COPY,
                        .peer = peer,
                        .buf = SCHED_RECVBUF,
                        .offset = toff,
                        .count = tlen,
-                       .dep = h->sent[fold_log2(h->q / d)],
+                       .dep = war ? h->sent[1] : *chain,
+                       .dep_whole = !war,
                        .step = step};
     int r;
-    if (emit_after(h->s, send, writers, *nw) < -1 || (r = emit(h->s, recv)) == EMIT_OOM) return -1;
-    writers[(*nw)++] = r;
+    if (emit(h->s, send) == EMIT_OOM || (r = emit(h->s, recv)) == EMIT_OOM) return -1;
+    if (r >= 0) *chain = r;
   }
   return 0;
 }
@@ -101,7 +97,7 @@ weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a)
   }
   halving_t h;
   halving_init(&h, s, rank, p, 0, n);
-  int last = 2 * fold_log2(h.q) + 1, writers[HALVING_MAX_STEPS + 1], nw = 0;
+  int last = 2 * fold_log2(h.q) + 1, half = h.q / 2;
   if (h.v < 0) {
     /* Folded out: hand the input over; in place, the result lands on what was sent. */
     sched_op_t give = {
@@ -116,14 +112,28 @@ weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a)
     if (i == EMIT_OOM || emit(s, back) == EMIT_OOM) goto oom;
     return WEFT_SUCCESS;
   }
-  int folded = rank < 2 * h.rem;
+  /* Partial sums go to scratch, only the finished chunk to recvbuf, so that the gathering's
+   * receives overwrite nothing a halving send may still read (but for the last one, gather()).
+   * A rank that folds another in keeps all of the vector there, the others what step 1 keeps. */
+  int folded = rank < 2 * h.rem, chain;
+  h.acc = SCHED_SCRATCH;
+  size_t len;
+  if (!folded) halving_range(&h, h.v & half, (h.v & half) + half, &h.acc_shift, &len);
+  halving_range(&h, h.v, h.v + 1, &h.own_off, &h.own_len);
+  h.own_dst = h.own_off;
   if (folded && halving_fold(&h, rank - 1, 0, n, 0)) goto oom;
-  if (halving_run(&h) || gather(&h, writers, &nw)) goto oom;
+  if (halving_run(&h) || gather(&h, !folded, &chain)) goto oom;
   if (folded) {
-    sched_op_t out = {
-        .kind = SCHED_SEND, .peer = rank - 1, .buf = SCHED_RECVBUF, .count = n, .step = last};
-    if (emit_after(s, out, writers, nw) < -1) goto oom;
+    sched_op_t out = {.kind = SCHED_SEND,
+                      .peer = rank - 1,
+                      .buf = SCHED_RECVBUF,
+                      .count = n,
+                      .dep = chain,
+                      .dep_whole = 1,
+                      .step = last};
+    if (emit(s, out) == EMIT_OOM) goto oom;
   }
+  emit_size_scratch(s);
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY,

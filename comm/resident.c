@@ -23,18 +23,20 @@
 #include "comm/comm.h"
 #include "kernels/devloop.h"
 
+/* The rows whose schedules compile on every rank (devcompile.h); Rabenseifner's steps wait whole
+ * (store and forward), which the device loop does not take: the executor runs them. */
 static int resident_algorithm(weft_coll_t coll, weft_algo_t algo) {
   switch (coll) {
     case WEFT_COLL_ALL_REDUCE:
       return algo == WEFT_ALGO_RING || algo == WEFT_ALGO_TREE || algo == WEFT_ALGO_DOUBLE_TREE ||
-             algo == WEFT_ALGO_RECURSIVE_DOUBLING || algo == WEFT_ALGO_RABENSEIFNER;
+             algo == WEFT_ALGO_RECURSIVE_DOUBLING;
     case WEFT_COLL_BROADCAST:
     case WEFT_COLL_REDUCE:
       return algo == WEFT_ALGO_RING || algo == WEFT_ALGO_TREE;
     case WEFT_COLL_ALL_GATHER:
       return algo == WEFT_ALGO_RING || algo == WEFT_ALGO_RECURSIVE_DOUBLING;
     case WEFT_COLL_REDUCE_SCATTER:
-      return algo == WEFT_ALGO_RING || algo == WEFT_ALGO_RABENSEIFNER;
+      return algo == WEFT_ALGO_RING;
     case WEFT_COLL_GATHER:
     case WEFT_COLL_SCATTER:
       return algo == WEFT_ALGO_LINEAR;

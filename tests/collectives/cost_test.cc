@@ -28,7 +28,6 @@ TEST(Cost, FiniteNonNegativeAndGrowingWithSize) {
 
 // With alpha = gamma = 0, beta = 1 and no slicing, the cost is the 40 bytes of the call
 // description plus the bytes the busiest rank sends; for powers of two the formulas are exact.
-// Rabenseifner's add the p/2 - 1 units a rank forwards after the one it gets last (its files).
 TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
   cost_model_t m = {0, 1, 0, 1e18};
   const std::pair<weft_coll_t, weft_algo_t> rows[] = {
@@ -58,8 +57,7 @@ TEST(Cost, BetaTermIsWhatTheBusiestRankSends) {
       }
       bool all_reduce = coll == WEFT_COLL_ALL_REDUCE;
       double bytes = (double)count * (all_reduce ? 1 : p);
-      double late = algo == WEFT_ALGO_RABENSEIFNER ? (p / 2 - 1) * bytes / p : 0;
-      EXPECT_DOUBLE_EQ(e->cost(&m, p, bytes), 40 + most + late)
+      EXPECT_DOUBLE_EQ(e->cost(&m, p, bytes), 40 + most)
           << sim::CollName(coll) << " algo " << algo << " p " << p;
     }
   }
