@@ -114,11 +114,11 @@ double halving_copy_step_cost(const cost_model_t *c, double m) {
   return ceil(m / c->slice_bytes) * c->alpha + m * c->beta;
 }
 
-double halving_reduce_step_cost(const cost_model_t *c, double m) {
+double halving_reduce_step_cost(const cost_model_t *c, double m, int ops) {
   if (m <= 0) return 0;
-  double k = ceil(m / c->slice_bytes), s1 = fmin(m, c->slice_bytes);
-  double r = m - (k - 1) * c->slice_bytes;
-  double port = k * c->alpha + m * c->beta + r * c->gamma;
+  double e = m / ops, k = ceil(e / c->slice_bytes), s1 = fmin(e, c->slice_bytes);
+  double r = e - (k - 1) * c->slice_bytes;
+  double port = ops * k * c->alpha + m * c->beta + r * c->gamma;
   double cpu = c->alpha + s1 * c->beta + m * c->gamma;
   return fmax(port, cpu);
 }

@@ -53,12 +53,13 @@ int halving_run(halving_t *h);
 int halving_fold(halving_t *h, int peer, size_t off, size_t len, int step);
 
 /* What one store-and-forward step of m bytes costs on model `c` (the cost functions add them
- * up): it starts once the step before is complete and moves ceil(m/S) slices through one port
- * each way, back to back. A reducing step ends when the port has carried them all and the last
- * slice (r bytes) is reduced, or when the CPU, busy from the first slice (s1) on, has reduced
- * all m bytes, whichever is later: max(ceil(m/S) a + m b + r g, a + s1 b + m g); a copying
- * step when the port is done, ceil(m/S) a + m b. Zero for m = 0. */
-double halving_reduce_step_cost(const cost_model_t *c, double m);
+ * up): it starts once the step before is complete and moves its slices through one port each
+ * way, back to back. A reducing step of `ops` equal ops (ceil(m/ops/S) slices each) ends when
+ * the port has carried them all and the last slice (r bytes) is reduced, or when the CPU, busy
+ * from the first slice (s1) on, has reduced all m bytes, whichever is later:
+ * max(ops ceil(m/ops/S) a + m b + r g, a + s1 b + m g); a copying step when the port is done,
+ * ceil(m/S) a + m b. Zero for m = 0. */
+double halving_reduce_step_cost(const cost_model_t *c, double m, int ops);
 double halving_copy_step_cost(const cost_model_t *c, double m);
 
 #endif /* WEFT_COLLECTIVES_HALVING_H_ */

@@ -43,9 +43,9 @@ double rabenseifner_allreduce_cost(const cost_model_t *m, int p, double n) {
   double t = m->alpha + 40 * m->beta;
   if (n <= 0) return t;
   int q = fold_pow2(p);
-  if (q != p) t += halving_reduce_step_cost(m, n) + halving_copy_step_cost(m, n);
+  if (q != p) t += halving_reduce_step_cost(m, n, 1) + halving_copy_step_cost(m, n);
   for (double c = n / 2; q > 1; q /= 2, c /= 2)
-    t += halving_reduce_step_cost(m, c) + halving_copy_step_cost(m, c);
+    t += halving_reduce_step_cost(m, c, 1) + halving_copy_step_cost(m, c);
   return t;
 }
 

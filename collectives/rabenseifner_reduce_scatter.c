@@ -22,9 +22,13 @@
  * whole of the one before (store and forward), so the steps add up along the ranks with the most
  * blocks: with u = p'/2^k units a half in step k, the half that starts at virtual rank 0 holds
  * m_k = (u + min(u, p - p')) c bytes, the most of any (the first p - p' virtual ranks own two
- * blocks). With halving.h's R(m) = max(ceil(m/S) a + m b + r g, a + s1 b + m g):
- *   h + sum_{k=1..log2 p'} R(m_k)  [+ R(n) + ceil(c/S) a + c b when p folds onto p']
- * At powers of two, unsliced: the textbook log2 p a + (p-1)/p n (b + g). */
+ * blocks). With halving.h's R(m, o) = max(o ceil(m/o/S) a + m b + r g, a + s1 b + m g) for o
+ * ops of m bytes in all (the last step's units go block by block: o = 2 where they have two):
+ *   h + sum_{k=1..log2 p'} R(m_k, o_k)  [+ R(n, 1) + ceil(c/S) a + c b when p folds onto p']
+ * (the fold-out's block leaves while the own block still arrives where p - p' = 1: no term).
+ * Exact at powers of two; unsliced, the textbook log2 p a + (p-1)/p n (b + g). Off them it
+ * follows one chain of steps and leaves out what ports shared between steps add: weft-sim
+ * measures 0.94 .. 1.18 times it over 2..16 ranks. */
 #include <math.h>
 
 #include "collectives/algorithms.h"
@@ -39,8 +43,14 @@ double rabenseifner_reduce_scatter_cost(const cost_model_t *m, int p, double n) 
   if (n <= 0) return t;
   int q = fold_pow2(p), rem = p - q;
   double c = n / p;
-  if (rem) t += halving_reduce_step_cost(m, n) + halving_copy_step_cost(m, c);
-  for (int u = q / 2; u >= 1; u /= 2) t += halving_reduce_step_cost(m, (u + fmin(u, rem)) * c);
+  /* The fold-out's block leaves while the own block still arrives, unless the port is still
+   * sending the partner its two blocks (p - p' >= 2). */
+  if (rem) t += halving_reduce_step_cost(m, n, 1) + (rem > 1 ? halving_copy_step_cost(m, c) : 0);
+  /* The last step moves block by block: two ops where a unit has two blocks. */
+  for (int u = q / 2; u >= 1; u /= 2) {
+    int two = u < rem ? u : rem;
+    t += halving_reduce_step_cost(m, (u + two) * c, u == 1 ? 1 + two : 1);
+  }
   return t;
 }
 

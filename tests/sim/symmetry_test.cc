@@ -1,5 +1,6 @@
 // symmetry_test.cc -- the symmetric replay (one rank per symmetry class) gives the full
 // replay's result bit for bit, runs where a call is symmetric, and steps aside where it is not.
+#include <cstdio>
 #include <cstring>
 
 #include "tests/sim/sim_util.h"
@@ -92,6 +93,26 @@ TEST(SymmetryTest, FastPathRunsForRingAndRecursiveDoubling) {
         Outcome o = Simulate(NodesModel(rpn, SIM_REPLAY_AUTO), c);
         ASSERT_EQ(o.res, WEFT_SUCCESS) << err_last();
         EXPECT_LT(o.r.replayed, 64) << weft_algo_name(a) << " rpn=" << rpn << " count=" << count;
+        SameAsFull(c, rpn);
+      }
+    }
+  }
+}
+
+// Rabenseifner's all-reduce and halving reduce-scatter exchange with XOR partners, one op a step
+// on every rank: at powers of two (even chunks) a few ranks replay the call, as in full.
+TEST(SymmetryTest, FastPathRunsForRabenseifner) {
+  for (weft_coll_t coll : {WEFT_COLL_ALL_REDUCE, WEFT_COLL_REDUCE_SCATTER}) {
+    for (int rpn : {0, 4}) {
+      for (size_t block : {(size_t)1, (size_t)1024}) {
+        sim_call_t c = {coll,         WEFT_ALGO_RABENSEIFNER,
+                        64,           block * (coll == WEFT_COLL_ALL_REDUCE ? 64 : 1),
+                        WEFT_FLOAT32, 0};
+        Outcome o = Simulate(NodesModel(rpn, SIM_REPLAY_AUTO), c);
+        ASSERT_EQ(o.res, WEFT_SUCCESS) << err_last();
+        EXPECT_LT(o.r.replayed, 64) << weft_coll_name(coll) << " rpn=" << rpn << " block=" << block;
+        std::printf("%s rabenseifner p=64 rpn=%d block=%zu: %d ranks replayed\n",
+                    weft_coll_name(coll), rpn, block, o.r.replayed);
         SameAsFull(c, rpn);
       }
     }
