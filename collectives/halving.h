@@ -9,7 +9,8 @@
  * v are fully reduced (finalized in the last step).
  *
  * Units of consecutive virtual ranks are consecutive elements, so each half is one contiguous
- * range: a step is ONE send and ONE reducing receive, whatever q. Both read what the step
+ * range: a step is ONE send and ONE reducing receive, whatever q (a reduce-scatter's last step
+ * goes block by block, as its receiver keeps its own block apart). Both read what the step
  * before reduced, but a different sub-range of it (the upper half starts mid-way), so slice j
  * does not line up with slice j: each waits for the whole of the step before (dep_whole, store
  * and forward per step, as MPICH's). A fold writes the half this rank keeps, which no send of it
