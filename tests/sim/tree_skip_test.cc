@@ -13,7 +13,7 @@
 // periods, which rounds differently from adding n periods up one event at a time (the full
 // replay); counts (messages, bytes) must be equal.
 //
-// The widest cases (130 ranks at 256 MiB: a full replay of about 1.6 million messages) run only
+// The widest cases (130 ranks at 256 MiB: a full replay of about a million messages) run only
 // with WEFT_SIM_LONG_TESTS=1 in the environment.
 #include <cstdlib>
 #include <string>
@@ -26,8 +26,7 @@ sim_result_t Simulate(sim_model_t m, int skip, const sim_call_t& c) {
   m.skip = skip;
   sim_result_t r = {};
   EXPECT_EQ(sim_run(&m, &c, nullptr, nullptr, &r), WEFT_SUCCESS)
-      << weft_algo_name(c.algo) << " p=" << c.nranks << " count=" << c.count << ": "
-      << err_last();
+      << weft_algo_name(c.algo) << " p=" << c.nranks << " count=" << c.count << ": " << err_last();
   return r;
 }
 
@@ -36,8 +35,8 @@ long Compare(const sim_model_t& m, weft_algo_t algo, int p, size_t bytes) {
   sim_call_t c = {WEFT_COLL_ALL_REDUCE, algo, p, bytes / 4, WEFT_FLOAT32, 0};
   sim_result_t full = Simulate(m, 0, c), fast = Simulate(m, 1, c);
   std::string what = std::string(weft_algo_name(algo)) + " p=" + std::to_string(p) +
-                     " bytes=" + std::to_string(bytes) + " slice=" +
-                     std::to_string(m.slice_bytes) + " window=" + std::to_string(m.window);
+                     " bytes=" + std::to_string(bytes) + " slice=" + std::to_string(m.slice_bytes) +
+                     " window=" + std::to_string(m.window);
   EXPECT_EQ(full.skip_jumps, 0) << what;
   EXPECT_NEAR(fast.time, full.time, 1e-9 * full.time) << what;
   EXPECT_EQ(fast.messages, full.messages) << what;
@@ -70,7 +69,7 @@ TEST(TreeSkip, SameAsFullReplay) {
     for (weft_algo_t algo : {WEFT_ALGO_TREE, WEFT_ALGO_DOUBLE_TREE})
       for (int p : {3, 5, 7, 12, 33, 64, 130})
         for (size_t bytes : {size_t(1) << 10, size_t(1) << 16, size_t(1) << 20, s.slice << 10}) {
-          if (p > 33 && bytes > (size_t(4) << 20)) continue; /* kept quick: LargeSizes below */
+          if (p > 33 && bytes > (size_t(4) << 20)) continue;  // kept quick: LargeSizes below
           jumps += Compare(m, algo, p, bytes);
         }
   }
@@ -95,7 +94,8 @@ TEST(TreeSkip, LargeSizes) {
   long jumps = 0;
   for (weft_algo_t algo : {WEFT_ALGO_TREE, WEFT_ALGO_DOUBLE_TREE})
     for (int p : {7, 64, 130})
-      for (size_t bytes : {size_t(64) << 20, size_t(256) << 20}) jumps += Compare(m, algo, p, bytes);
+      for (size_t bytes : {size_t(64) << 20, size_t(256) << 20})
+        jumps += Compare(m, algo, p, bytes);
   EXPECT_GT(jumps, 0);
 }
 
