@@ -148,9 +148,14 @@ def check_links(root, rel):
 
 # --- what must be documented -------------------------------------------------------------------
 
+def read(root, rel):
+    path = os.path.join(root, rel)
+    return open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+
+
 def check_named(root):
     errors = []
-    tuning = open(os.path.join(root, "docs/tuning.md"), encoding="utf-8").read()
+    tuning = read(root, "docs/tuning.md")
     knobs = re.findall(r'\{"(WEFT_[A-Z0-9_]+)"', open(os.path.join(root, "common/config.c")).read())
     if len(knobs) < 10:
         errors.append(f"common/config.c: found only {len(knobs)} knobs; has the table moved?")
@@ -162,7 +167,7 @@ def check_named(root):
     for name in knobs + others:
         if not re.search(r"`" + name + r"`", tuning):
             errors.append(f"docs/tuning.md: {name} (read by weft) is not documented")
-    trouble = open(os.path.join(root, "docs/troubleshooting.md"), encoding="utf-8").read()
+    trouble = read(root, "docs/troubleshooting.md")
     enum = re.search(r"typedef enum \{(.*?)\} weft_result_t;",
                      open(os.path.join(root, "include/weft.h")).read(), re.S)
     codes = re.findall(r"\b(WEFT_(?:SUCCESS|ERR_[A-Z_]+))\b", enum.group(1)) if enum else []
@@ -225,10 +230,15 @@ def command_for(block, work, tools, python, n):
             C_PRELUDE + "int main(void) {\n" + block.text + "  return 0;\n}\n"
         with open(base + ".c", "w") as f:
             f.write(src)
-        bin_dir = os.path.realpath(os.path.join(work, ".bazel", "bin"))
+        # libweft.so's SONAME is libweft.so.0, as installed: a folder with that name for it.
+        lib_dir = os.path.join(os.path.dirname(tools), "lib")
+        if not os.path.isdir(lib_dir):
+            os.makedirs(lib_dir)
+            os.symlink(os.path.join(work, ".bazel", "bin", "libweft.so"),
+                       os.path.join(lib_dir, "libweft.so.0"))
         build = subprocess.run(
             ["cc", "-std=c11", "-Wall", "-Werror", "-D_GNU_SOURCE", "-I" + os.path.join(work, "include"),
-             base + ".c", "-o", base, "-L" + bin_dir, "-l:libweft.so", "-Wl,-rpath," + bin_dir],
+             base + ".c", "-o", base, "-L" + lib_dir, "-l:libweft.so.0", "-Wl,-rpath," + lib_dir],
             capture_output=True, text=True)
         if build.returncode != 0:
             return "does not compile:\n" + build.stderr
