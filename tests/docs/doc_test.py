@@ -13,7 +13,8 @@ Words after the language in the fence's info string:
   no-run: why   do not run it (multi-host, GPU, Slurm, the whole suite): counted and listed.
 A block whose fence must keep its form (README's first block, which CI's checker reads) may be
 marked no-run by an HTML comment on the line above it: <!-- no-run: why -->.
-```text blocks are output shown to the reader and are not compared; any other language must say
+```text blocks are output shown to the reader and are not compared, except ```text expect: each of
+its lines must appear in the output of the block right above it. Any other language must say
 no-run. Inside the test `bazel build LABEL...` is a stand-in that succeeds for the labels this
 test has as data (Bazel built them before the test started) and fails naming any other.
 
@@ -48,7 +49,8 @@ C_PRELUDE = "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#incl
 class Block:
     def __init__(self, path, line, lang, info, text, marker):
         self.path, self.line, self.lang, self.text = path, line, lang, text
-        self.ranks, self.timeout, self.no_run = 0, 60, None
+        self.prev = None  # the fenced block before it in the same file
+        self.ranks, self.timeout, self.no_run, self.expect = 0, 60, None, False
         m = re.search(r"\bno-run\b:?\s*(.*)", info)
         if m:
             self.no_run = m.group(1).strip() or "(no reason given)"
@@ -61,15 +63,18 @@ class Block:
                 self.ranks = int(value)
             elif key == "timeout" and value.isdigit():
                 self.timeout = int(value)
+            elif word == "expect" and lang in OUTPUT:
+                self.expect = True
             else:
-                raise SystemExit(f"{self.where()}: unknown word {word!r} in the fence's info")
+                raise ValueError(f"{self.where()}: unknown word {word!r} in the fence's info")
 
     def where(self):
         return f"{self.path}:{self.line}"
 
 
-def blocks_of(root, rel):
-    """The fenced blocks of one Markdown file, with the no-run marker of the line above each."""
+def blocks_of(root, rel, errors):
+    """The fenced blocks of one Markdown file, with the no-run marker of the line above each;
+    what is wrong with the fences goes to errors."""
     lines = open(os.path.join(root, rel), encoding="utf-8").read().split("\n")
     out, i = [], 0
     while i < len(lines):
@@ -86,14 +91,20 @@ def blocks_of(root, rel):
             body.append(lines[i][indent:] if lines[i][:indent].strip() == "" else lines[i])
             i += 1
         if i == len(lines):
-            raise SystemExit(f"{rel}:{start}: fence not closed")
+            errors.append(f"{rel}:{start}: fence not closed")
+            break
         i += 1
         lang, _, rest = info.partition(" ")
         if not lang:
-            raise SystemExit(f"{rel}:{start}: a fenced block without a language (```sh, ```c, "
-                             "```python, ```text, or another with no-run)")
-        out.append(Block(rel, start, lang, rest, "\n".join(body) + "\n",
-                         marker.group(1) if marker else None))
+            errors.append(f"{rel}:{start}: a fenced block without a language (```sh, ```c, "
+                          "```python, ```text, or another with no-run)")
+            continue
+        try:
+            out.append(Block(rel, start, lang, rest, "\n".join(body) + "\n",
+                             marker.group(1) if marker else None))
+            out[-1].prev = out[-2] if len(out) > 1 else None
+        except ValueError as e:
+            errors.append(str(e))
     return out
 
 
@@ -133,7 +144,8 @@ def check_links(root, rel):
             fenced = not fenced
         if fenced:
             continue
-        for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", re.sub(r"`[^`]*`", "", line)):
+        prose = re.sub(r"`[^`]*`", "", line)  # a link inside inline code is not a link
+        for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", prose):
             if re.match(r"^[a-z]+:", target):
                 continue  # http(s), mailto: not checked (no network in CI)
             path, _, anchor = target.partition("#")
@@ -237,8 +249,8 @@ def command_for(block, work, tools, python, n):
             os.symlink(os.path.join(work, ".bazel", "bin", "libweft.so"),
                        os.path.join(lib_dir, "libweft.so.0"))
         build = subprocess.run(
-            ["cc", "-std=c11", "-Wall", "-Werror", "-D_GNU_SOURCE", "-I" + os.path.join(work, "include"),
-             base + ".c", "-o", base, "-L" + lib_dir, "-l:libweft.so.0", "-Wl,-rpath," + lib_dir],
+            ["cc", "-std=c11", "-Wall", "-Werror", "-D_GNU_SOURCE",
+             "-I" + os.path.join(work, "include"), base + ".c", "-o", base, "-L" + lib_dir, "-l:libweft.so.0", "-Wl,-rpath," + lib_dir],
             capture_output=True, text=True)
         if build.returncode != 0:
             return "does not compile:\n" + build.stderr
@@ -266,6 +278,16 @@ def run_block(block, work, tools, env, python, n):
     return True, p.stdout, took
 
 
+def check_expected(block, last):
+    """A ```text expect block: each of its lines must be in the output of the block before it."""
+    if last is None or last[0] is not block.prev:
+        return [f"{block.where()}: ```text expect does not follow a block that ran"]
+    if not last[1]:
+        return []  # the block's own failure is reported already
+    missing = [l.strip() for l in block.text.splitlines() if l.strip() and l.strip() not in last[2]]
+    return [f"{block.where()}: not in the output of {last[0].where()}: {l!r}" for l in missing]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=".", help="what Bazel built, laid out as bazel-bin")
@@ -283,18 +305,20 @@ def main():
     blocks = []
     for rel in doc_files(root):
         errors += check_links(root, rel)
-        blocks += blocks_of(root, rel)
+        blocks += blocks_of(root, rel, errors)
     for b in blocks:
         if b.no_run is None and b.lang not in RUNNABLE + OUTPUT:
             errors.append(f"{b.where()}: ```{b.lang} cannot be run here: mark it no-run with why")
 
     tmp = tempfile.mkdtemp(prefix="doc_test.", dir=os.environ.get("TEST_TMPDIR"))
     work, tools, env, python = make_world(root, bin_dir, args.built, tmp)
-    ran, skipped, total = 0, [], time.monotonic()
+    ran, skipped, total, last = 0, [], time.monotonic(), None
     for n, b in enumerate(blocks):
         if args.only and b.path != args.only:
             continue
         if b.lang in OUTPUT:
+            if b.expect and not args.list:
+                errors += check_expected(b, last)
             continue
         if b.no_run is not None:
             skipped.append(b)
@@ -303,16 +327,19 @@ def main():
             print(f"run     {b.where()} ```{b.lang}")
             continue
         ok, out, took = run_block(b, work, tools, env, python, n)
+        last = (b, ok, out)
         ran += 1
         print(f"{'ok' if ok else 'FAILED':7} {b.where()} ```{b.lang} {took:.1f} s", flush=True)
         if not ok:
-            errors.append(f"{b.where()}: ```{b.lang} block failed: {out}")
+            tail = "\n".join(out.splitlines()[-40:])
+            errors.append(f"{b.where()}: ```{b.lang} block failed: {tail}")
         elif args.v:
             print(out)
     for b in skipped:
         print(f"no-run  {b.where()} ```{b.lang}: {b.no_run}")
-    print(f"\n{ran} blocks run, {len(skipped)} marked no-run, "
-          f"{sum(b.lang in OUTPUT for b in blocks)} output blocks, in {time.monotonic() - total:.0f} s")
+    outputs = sum(b.lang in OUTPUT for b in blocks)
+    print(f"\n{ran} blocks run, {len(skipped)} marked no-run, {outputs} output blocks, "
+          f"in {time.monotonic() - total:.0f} s")
     shutil.rmtree(tmp, ignore_errors=True)
     for e in errors:
         print("FAIL: " + e)
