@@ -250,7 +250,8 @@ def command_for(block, work, tools, python, n):
                        os.path.join(lib_dir, "libweft.so.0"))
         build = subprocess.run(
             ["cc", "-std=c11", "-Wall", "-Werror", "-D_GNU_SOURCE",
-             "-I" + os.path.join(work, "include"), base + ".c", "-o", base, "-L" + lib_dir, "-l:libweft.so.0", "-Wl,-rpath," + lib_dir],
+             "-I" + os.path.join(work, "include"), base + ".c", "-o", base, "-L" + lib_dir,
+             "-l:libweft.so.0", "-Wl,-rpath," + lib_dir],
             capture_output=True, text=True)
         if build.returncode != 0:
             return "does not compile:\n" + build.stderr
