@@ -10,6 +10,7 @@ So that the docs cannot rot, each fenced block is run the way a reader would use
 Words after the language in the fence's info string:
   ranks=N       run the block's program on N ranks under weft-run (c, python);
   timeout=S     seconds before the block counts as hung (default 60);
+  needs=CMD,..  run only where these commands are on PATH (mpirun); else listed as skipped;
   no-run: why   do not run it (multi-host, GPU, Slurm, the whole suite): counted and listed.
 A block whose fence must keep its form (README's first block, which CI's checker reads) may be
 marked no-run by an HTML comment on the line above it: <!-- no-run: why -->.
@@ -19,8 +20,8 @@ no-run. Inside the test `bazel build LABEL...` is a stand-in that succeeds for t
 test has as data (Bazel built them before the test started) and fails naming any other.
 
 Also checked: every relative link (and its #anchor, in Markdown files) points at something that
-exists; every knob of common/config.c and every variable weft-info lists outside it is in
-docs/tuning.md; every weft_result_t code of include/weft.h is in docs/troubleshooting.md.
+exists; every knob of common/config.c (with its default, where the doc's table gives one) and
+every variable weft-info lists outside it is in docs/tuning.md; every weft_result_t code of include/weft.h is in docs/troubleshooting.md.
 
 Usage: doc_test.py --bin DIR [--built LABEL]... [--list] [--only FILE]
   DIR: what Bazel built, laid out as bazel-bin (the test's runfiles, or .bazel/bin by hand).
@@ -50,7 +51,7 @@ class Block:
     def __init__(self, path, line, lang, info, text, marker):
         self.path, self.line, self.lang, self.text = path, line, lang, text
         self.prev = None  # the fenced block before it in the same file
-        self.ranks, self.timeout, self.no_run, self.expect = 0, 60, None, False
+        self.ranks, self.timeout, self.no_run, self.expect, self.needs = 0, 60, None, False, []
         m = re.search(r"\bno-run\b:?\s*(.*)", info)
         if m:
             self.no_run = m.group(1).strip() or "(no reason given)"
@@ -63,6 +64,8 @@ class Block:
                 self.ranks = int(value)
             elif key == "timeout" and value.isdigit():
                 self.timeout = int(value)
+            elif key == "needs" and value:
+                self.needs += value.split(",")
             elif word == "expect" and lang in OUTPUT:
                 self.expect = True
             else:
@@ -168,7 +171,13 @@ def read(root, rel):
 def check_named(root):
     errors = []
     tuning = read(root, "docs/tuning.md")
-    knobs = re.findall(r'\{"(WEFT_[A-Z0-9_]+)"', open(os.path.join(root, "common/config.c")).read())
+    table = re.findall(r'\{"(WEFT_[A-Z0-9_]+)", "([^"]*)"', read(root, "common/config.c"))
+    knobs = [name for name, _ in table]
+    for name, default in table:  # a default the doc gives must be the code's
+        row = re.search(r"^\| `" + name + r"` \| ([^|]*) \|", tuning, re.M)
+        if row and default and row.group(1).strip() != default:
+            errors.append(f"docs/tuning.md: {name}'s default is {default} in common/config.c, "
+                          f"{row.group(1).strip()} in the doc")
     if len(knobs) < 10:
         errors.append(f"common/config.c: found only {len(knobs)} knobs; has the table moved?")
     sections = open(os.path.join(root, "tools/info/sections.c")).read()
@@ -323,6 +332,11 @@ def main():
             continue
         if b.no_run is not None:
             skipped.append(b)
+            continue
+        missing = [cmd for cmd in b.needs if not shutil.which(cmd, path=env["PATH"])]
+        if missing:
+            skipped.append(b)
+            b.no_run = "skipped here: " + ", ".join(missing) + " not on PATH"
             continue
         if args.list:
             print(f"run     {b.where()} ```{b.lang}")
