@@ -13,7 +13,7 @@ Words after the language in the fence's info string:
   needs=CMD,..  run only where these commands are on PATH (mpirun); else listed as skipped;
   no-run: why   do not run it (multi-host, GPU, Slurm, the whole suite): counted and listed.
 A block whose fence must keep its form (README's first block, which CI's checker reads) may be
-marked no-run by an HTML comment on the line above it: <!-- no-run: why -->.
+marked no-run by an HTML comment on the line above or below it: <!-- no-run: why -->.
 ```text blocks are output shown to the reader and are not compared, except ```text expect: each of
 its lines must appear in the output of the block right above it. Any other language must say
 no-run. Inside the test `bazel build LABEL...` is a stand-in that succeeds for the labels this
@@ -87,7 +87,6 @@ def blocks_of(root, rel, errors):
             continue
         indent, fence, info = len(m.group(1)), m.group(2), m.group(3).strip()
         above = lines[i - 1].strip() if i > 0 else ""
-        marker = re.match(r"^<!--\s*no-run:\s*(.*?)\s*-->$", above)
         start, body = i + 1, []
         i += 1
         while i < len(lines) and not re.match(r"^\s*" + fence + r"\s*$", lines[i]):
@@ -97,6 +96,9 @@ def blocks_of(root, rel, errors):
             errors.append(f"{rel}:{start}: fence not closed")
             break
         i += 1
+        below = lines[i].strip() if i < len(lines) else ""
+        marker = re.match(r"^<!--\s*no-run:\s*(.*?)\s*-->$", above) or \
+            re.match(r"^<!--\s*no-run:\s*(.*?)\s*-->$", below)
         lang, _, rest = info.partition(" ")
         if not lang:
             errors.append(f"{rel}:{start}: a fenced block without a language (```sh, ```c, "
