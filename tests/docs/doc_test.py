@@ -20,7 +20,7 @@ no-run. Inside the test `bazel build LABEL...` is a stand-in that succeeds for t
 test has as data (Bazel built them before the test started) and fails naming any other.
 
 Also checked: every relative link (and its #anchor, in Markdown files) points at something that
-exists; every knob of common/config.c (with its default, where the doc's table gives one) and
+exists; docs/README.md, the index, links every page of docs/; every knob of common/config.c (with its default, where the doc's table gives one) and
 every variable weft-info lists outside it is in docs/tuning.md; every weft_result_t code of include/weft.h is in docs/troubleshooting.md.
 
 Usage: doc_test.py --bin DIR [--built LABEL]... [--list] [--only FILE]
@@ -314,6 +314,11 @@ def main():
     root = os.path.dirname(os.path.realpath(readme if os.path.exists(readme) else "README.md"))
 
     errors = check_named(root)
+    index = read(root, "docs/README.md")
+    for rel in doc_files(root):  # the index lists every page
+        if rel.startswith("docs/") and rel != "docs/README.md" and \
+                f"]({os.path.relpath(rel, 'docs')})" not in index:
+            errors.append(f"docs/README.md: {rel} is not in the index")
     blocks = []
     for rel in doc_files(root):
         errors += check_links(root, rel)
