@@ -1,10 +1,10 @@
-// tcp_partial_test.cc -- the TCP transport's batched sendmsg/recvmsg when the kernel takes only part
-// of a batch: socket buffers of 16 KiB make every call move a fraction of what is queued (a write
-// that ends inside a message, a read that ends inside another), over one lane and over three
+// tcp_partial_test.cc -- the TCP transport's batched sendmsg/recvmsg when the kernel takes only
+// part of a batch: socket buffers of 16 KiB make every call move a fraction of what is queued (a
+// write that ends inside a message, a read that ends inside another), over one lane and over three
 // striped ones. (Not smaller: at 4 KiB the receive window stays below loopback's 64 KiB segment
-// and the kernel stalls the stream on its persist timer, for seconds, whatever weft does.) Every byte must arrive where it belongs. And a peer that goes away in the
-// middle of a batch fails the other side's progress with an error naming that peer, in bounded
-// time, sending or receiving.
+// and the kernel stalls the stream on its persist timer, for seconds, whatever weft does.) Every
+// byte must arrive where it belongs. And a peer that goes away in the middle of a batch fails the
+// other side's progress with an error naming that peer, in bounded time, sending or receiving.
 #include <gtest/gtest.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,7 +146,8 @@ TEST_P(TcpPartialTest, PeerGoneMidBatchFailsTheSenderNamingIt) {
   const size_t len = 1 << 20;
   std::string a(len, 'x'), part(len, '\0');
   xfer_t s[4] = {}, q{};
-  for (xfer_t &x : s) ASSERT_EQ(tcp_transport_ops.post_send(r0_.c, a.data(), len, &x), WEFT_SUCCESS);
+  for (xfer_t &x : s)
+    ASSERT_EQ(tcp_transport_ops.post_send(r0_.c, a.data(), len, &x), WEFT_SUCCESS);
   ASSERT_EQ(tcp_transport_ops.post_recv(r1_.c, &part[0], len, &q), WEFT_SUCCESS);
   int moves = 0;
   ASSERT_EQ(Drive(r0_.c, r1_.c, {&q}, &moves), WEFT_SUCCESS) << err_last();
