@@ -41,6 +41,10 @@ void Create(Rank &r, int rank, int nsocks, int sockbuf) {
   ASSERT_EQ(config_load(&r.cfg, nullptr, nullptr), WEFT_SUCCESS) << err_last();
   r.cfg.nsocks = nsocks;
   r.cfg.sockbuf_bytes = sockbuf;
+  // A send staging pool (lend_send) below the socket buffer, which the transport would otherwise
+  // raise the send side to.
+  r.cfg.shm_slots = 2;
+  r.cfg.slice_bytes = 4096;
   r.cfg.connect_timeout_ms = 10000;
   r.cfg.job_token[0] = '\0';
   net_addr_t lo;
