@@ -56,6 +56,10 @@ typedef struct {
   void *owner;
   void *scratch;
   size_t scratch_bytes;
+  /* The run's own bookkeeping (op states, streams, their FIFOs), kept between calls like
+   * `scratch`: allocating and zeroing it per call was a third of a small call's instructions. */
+  void *run_mem, *fifo_mem;
+  size_t run_mem_bytes, fifo_mem_bytes;
   trace_t *trace; /* WEFT_TRACE: every step is recorded here; NULL (and free) when off */
   /* Device mode: the engine, the queue the executor's reductions and copies run on (created on
    * first use), and device scratch memory kept like `scratch`. NULL without an engine. */

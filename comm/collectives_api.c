@@ -239,9 +239,12 @@ static const cost_model_t *model_for(const weft_comm_t *c, int device) {
 }
 
 /* The algorithm a checked call runs and the size the cost model prices (*bytes, if asked). */
-static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
+static weft_result_t choose(weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
                             size_t esize, int device, const algo_entry_t **algo,
                             double *bytes_out) {
+  /* Only a call remembers its choice: weft_call_estimate may run beside a call on another
+   * thread, so it neither reads nor writes last_choice (it asks for *bytes, a call does not). */
+  int cached = bytes_out == NULL && (unsigned)k->coll < WEFT_NUM_COLLS;
   double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh->recv_count : sh->send_count) *
                  (double)esize;
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
@@ -251,9 +254,18 @@ static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const ca
   if (k->coll == WEFT_COLL_GATHER || k->coll == WEFT_COLL_SCATTER)
     bytes = (double)k->count * (double)c->nranks * (double)esize;
   if (bytes_out) *bytes_out = bytes;
+  const cost_model_t *m = model_for(c, device);
+  struct weft_comm_choice *last = cached ? &c->last_choice[k->coll] : NULL;
+  if (last && last->valid && last->coll == k->coll && last->per_call == k->algo &&
+      last->device == device && last->bytes == bytes &&
+      memcmp(&last->model, m, sizeof *m) == 0) {
+    *algo = last->entry;
+    return WEFT_SUCCESS;
+  }
   algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
-  return algo_choose(k->coll, k->algo, &c->algo_policy, model_for(c, device), c->nranks, bytes,
-                     &topo, algo);
+  WEFT_CHECK(algo_choose(k->coll, k->algo, &c->algo_policy, m, c->nranks, bytes, &topo, algo));
+  if (last) *last = (struct weft_comm_choice){1, device, k->coll, k->algo, bytes, *m, *algo};
+  return WEFT_SUCCESS;
 }
 
 weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,

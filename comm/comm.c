@@ -584,6 +584,14 @@ weft_result_t comm_enter(weft_comm_t *c, const char *op, comm_use_t use) {
   return res;
 }
 
+int comm_try_share(weft_comm_t *c) {
+  handles_lock();
+  int ok = handles_live(c, HANDLE_COMM) && !c->closing;
+  if (ok) c->users++;
+  handles_unlock();
+  return ok;
+}
+
 void comm_leave(weft_comm_t *c, comm_use_t use) {
   handles_lock();
   c->users--;
