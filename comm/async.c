@@ -1,11 +1,13 @@
 /* async.c -- requests, and the per-communicator progress thread that runs them in issue order.
  *
- * The first asynchronous call on a communicator starts its progress thread; from then on that
- * thread is the only one that runs the communicator's operations. Requests form one FIFO per
- * communicator, so operations complete in the order they were issued. A blocking call issued
- * while requests are queued or running joins the same FIFO and waits (on the stack), so it runs
- * after them and sees their results; when the thread is idle a blocking call runs inline on the
- * caller's thread instead, saving the hand-off (nothing else can touch the communicator then).
+ * The first asynchronous call on a communicator starts its progress thread, which runs the
+ * communicator's operations from then on. Requests form one FIFO per communicator, so operations
+ * complete in the order they were issued. A blocking call issued while requests are queued or
+ * running joins the same FIFO and waits (on the stack), so it runs after them and sees their
+ * results; when the thread is idle a blocking call runs inline on the caller's thread instead,
+ * saving the hand-off (nothing else can touch the communicator then), and so does a request
+ * whose weft_wait(-1) finds it first in the queue with the thread idle (run_by_waiter). Either
+ * way `busy` says that someone runs an operation, and only the one who set it does.
  *
  * Each request carries its own mutex and condition variable rather than using the queue's lock:
  * a request outlives its communicator (weft_comm_destroy drains the queue and returns, the caller
