@@ -316,6 +316,44 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
   return res;
 }
 
+/* Whether a schedule built from `a` is the one `b` would build (the builders read nothing else).
+ * all_to_allv's arrays are the caller's and may change in place: those calls are never reused. */
+static int same_args(const sched_args_t *a, const sched_args_t *b) {
+  return a->coll == b->coll && a->rank == b->rank && a->nranks == b->nranks &&
+         a->count == b->count && a->root == b->root && a->in_place == b->in_place &&
+         a->node_of == b->node_of && a->nnodes == b->nnodes && a->round_count == b->round_count &&
+         !a->send_counts && !b->send_counts && !a->p2p && !b->p2p;
+}
+
+/* The schedule of a call: the previous call's of this collective when built from the same
+ * arguments by the same algorithm, else built now and kept in its place. */
+static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, const sched_args_t *a,
+                                  const schedule_t **out) {
+  struct weft_comm_sched *last = &c->last_sched[a->coll];
+  if (last->valid && last->algo == algo && same_args(&last->args, a)) {
+    *out = &last->s;
+    return WEFT_SUCCESS;
+  }
+  if (last->valid) sched_free(&last->s);
+  last->valid = 0;
+  weft_result_t res = algo->build(&last->s, a);
+  if (res != WEFT_SUCCESS) {
+    sched_free(&last->s);
+    return res;
+  }
+  last->valid = 1;
+  last->algo = algo;
+  last->args = *a;
+  *out = &last->s;
+  return WEFT_SUCCESS;
+}
+
+void comm_sched_cache_release(weft_comm_t *c) {
+  for (int i = 0; i < WEFT_NUM_COLLS; i++)
+    if (c->last_sched[i].valid) sched_free(&c->last_sched[i].s);
+  memset(c->last_sched, 0, sizeof c->last_sched);
+}
+
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   call_shape_t sh = {0, 0, 0, 0, 0};
   if (k && k->coll == WEFT_COLL_P2P_GROUP) {
@@ -372,22 +410,28 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
                    k->dtype,
                    is_reducing(k->coll) ? k->op : WEFT_SUM,
                    is_rooted(k->coll) ? k->root : -1};
-  schedule_t s;
+  schedule_t own = {0}; /* a schedule built for this call alone */
+  const schedule_t *s = &own;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   if (from_file) d.algo = WEFT_ALGO_AUTO; /* "auto" in messages: the program's, on every rank */
-  res = from_file ? msccl_build(c->algo_prog, &s, &args) : algo->build(&s, &args);
+  if (from_file)
+    res = msccl_build(c->algo_prog, &own, &args);
+  else if (k->coll == WEFT_COLL_ALL_TO_ALLV)
+    res = algo->build(&own, &args);
+  else
+    res = schedule_for(c, algo, &args, &s);
   if (res == WEFT_SUCCESS && device && !from_file && comm_resident_eligible(c, k->coll, d.algo))
-    res = comm_run_resident(c, &s, &d, k->sendbuf, k->recvbuf);
+    res = comm_run_resident(c, s, &d, k->sendbuf, k->recvbuf);
   else if (res == WEFT_SUCCESS)
-    res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
+    res = exec_run(&c->exec, s, &d, k->sendbuf, k->recvbuf, device);
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
             c->rank, weft_coll_name(d.kind), (unsigned long long)d.seq, d.count,
             weft_dtype_name(d.dtype), weft_op_name(d.op), d.root,
-            from_file ? "file" : weft_algo_name(d.algo), s.nops,
+            from_file ? "file" : weft_algo_name(d.algo), s->nops,
             (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
-  sched_free(&s);
+  if (s == &own) sched_free(&own);
   if (res == WEFT_SUCCESS) return res;
   err_context(res, "rank %d: %s #%llu (count %zu, %s, %s)", c->rank, weft_coll_name(d.kind),
               (unsigned long long)d.seq, d.count, weft_dtype_name(d.dtype),

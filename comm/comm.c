@@ -79,6 +79,7 @@ void comm_free(weft_comm_t *c, int abortive) {
   }
   rescue_close(c, abortive);
   comm_premul_release(c);
+  comm_sched_cache_release(c);
   comm_resident_release(c);
   comm_algo_release(c);
   exec_ctx_release(&c->exec);

@@ -77,6 +77,15 @@ struct weft_comm {
     cost_model_t model;
     const algo_entry_t *entry;
   } last_choice[WEFT_NUM_COLLS];
+  /* The last schedule built per collective and what it was built from (collectives_api.c): a
+   * loop of like calls builds it once (building, checking and freeing it was a fifth of a small
+   * call's instructions). comm_sched_cache_release frees them (comm_free calls it). */
+  struct weft_comm_sched {
+    int valid;
+    const algo_entry_t *algo;
+    sched_args_t args;
+    schedule_t s;
+  } last_sched[WEFT_NUM_COLLS];
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
   net_addr_t advertise;     /* where this rank's transports listen (port 0): splits reuse it */
@@ -211,6 +220,7 @@ weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
 weft_result_t comm_run_premul(weft_comm_t *comm, const weft_call_t *call, size_t send_count,
                               int device);
 void comm_premul_release(weft_comm_t *comm);
+void comm_sched_cache_release(weft_comm_t *comm);
 
 /* resident.c: whether a device call of `coll` with `algo` runs as a device program on this
  * communicator (the same answer on every rank of it), and that run: the call descriptions
