@@ -964,7 +964,7 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
       ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight : MAX_WINDOW;
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
   r.reduce_copy = kern_reduce_copy_lookup(desc->dtype, desc->op);
-  weft_result_t res = sched_validate(s, ctx->nranks);
+  weft_result_t res = s == ctx->validated ? WEFT_SUCCESS : sched_validate(s, ctx->nranks);
   if (res == WEFT_SUCCESS) res = setup(&r);
   if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);
   /* A failed device call may leave reductions and copies queued that still read the buffers and

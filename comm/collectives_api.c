@@ -326,7 +326,7 @@ static int same_args(const sched_args_t *a, const sched_args_t *b) {
 }
 
 /* The schedule of a call: the previous call's of this collective when built from the same
- * arguments by the same algorithm, else built now and kept in its place. */
+ * arguments by the same algorithm, else built now, validated and kept in its place. */
 static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, const sched_args_t *a,
                                   const schedule_t **out) {
   struct weft_comm_sched *last = &c->last_sched[a->coll];
@@ -337,6 +337,7 @@ static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, cons
   if (last->valid) sched_free(&last->s);
   last->valid = 0;
   weft_result_t res = algo->build(&last->s, a);
+  if (res == WEFT_SUCCESS) res = sched_validate(&last->s, c->nranks);
   if (res != WEFT_SUCCESS) {
     sched_free(&last->s);
     return res;
@@ -422,8 +423,12 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
     res = schedule_for(c, algo, &args, &s);
   if (res == WEFT_SUCCESS && device && !from_file && comm_resident_eligible(c, k->coll, d.algo))
     res = comm_run_resident(c, s, &d, k->sendbuf, k->recvbuf);
-  else if (res == WEFT_SUCCESS)
+  else if (res == WEFT_SUCCESS) {
+    /* A kept schedule was validated once, when schedule_for built it. */
+    c->exec.validated = s != &own ? s : NULL;
     res = exec_run(&c->exec, s, &d, k->sendbuf, k->recvbuf, device);
+    c->exec.validated = NULL;
+  }
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
