@@ -257,8 +257,7 @@ static weft_result_t choose(weft_comm_t *c, const weft_call_t *k, const call_sha
   const cost_model_t *m = model_for(c, device);
   struct weft_comm_choice *last = cached ? &c->last_choice[k->coll] : NULL;
   if (last && last->valid && last->coll == k->coll && last->per_call == k->algo &&
-      last->device == device && last->bytes == bytes &&
-      memcmp(&last->model, m, sizeof *m) == 0) {
+      last->device == device && last->bytes == bytes && memcmp(&last->model, m, sizeof *m) == 0) {
     *algo = last->entry;
     return WEFT_SUCCESS;
   }

@@ -418,8 +418,8 @@ TEST(Async, TheWaiterRunsAQueuedRequestItself) {
             }
             long ran = comm_async_waiter_runs(comm);
             if (ran < 1)
-              return "rank " + std::to_string(rank) + ": no request of " +
-                     std::to_string(kRounds) + " was run by its waiter";
+              return "rank " + std::to_string(rank) + ": no request of " + std::to_string(kRounds) +
+                     " was run by its waiter";
             // Two in flight, the second waited on first: it is not first in the queue.
             std::vector<int32_t> a(10, rank), b(10, 2 * rank);
             weft_request_t *ra, *rb;
@@ -431,7 +431,8 @@ TEST(Async, TheWaiterRunsAQueuedRequestItself) {
             if ((r = weft_wait(rb, -1)) != WEFT_SUCCESS || (r = weft_wait(ra, -1)) != WEFT_SUCCESS)
               return fail(rank, "waits in reverse order", r);
             int32_t sa = nr * (nr - 1) / 2;
-            if (a[9] != sa || b[9] != 2 * sa) return "rank " + std::to_string(rank) + ": wrong data";
+            if (a[9] != sa || b[9] != 2 * sa)
+              return "rank " + std::to_string(rank) + ": wrong data";
             return std::string();
           });
         },
