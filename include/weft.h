@@ -422,7 +422,8 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
  * (one per request at a time) while the progress thread works, and an operation's error becomes
  * that thread's weft_last_error(). weft_wait with no limit (-1) on a request that is next in line
  * and not yet started runs it on the waiting thread instead of handing it to the progress
- * thread; the issuing thread may go on issuing meanwhile (those operations queue behind it). weft_comm_destroy runs every queued operation first;
+ * thread; the issuing thread may go on issuing meanwhile (those operations queue behind it).
+ * weft_comm_destroy runs every queued operation first;
  * weft_comm_abort completes those not yet started with WEFT_ERR_ABORTED at once, and the one
  * running gives up with WEFT_ERR_ABORTED within about 0.2 s. Either way each request stays
  * valid, and must still be completed by weft_test or weft_wait, which free it (a second wait is
