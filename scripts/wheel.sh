@@ -66,10 +66,10 @@ trap 'rm -rf "$work"' EXIT
 BAZEL_FLAGS="--config=wheel ${BAZEL_FLAGS:-}" "$py" -m pip wheel -q --disable-pip-version-check \
   --no-build-isolation --no-deps --no-index -w "$work/plain" ./python
 wheels=("$work"/plain/weft-*.whl)
-[ ${#wheels[@]} -eq 1 ] && [ -f "${wheels[0]}" ] || {
+if [ ${#wheels[@]} -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
   echo "wheel.sh: pip wheel made no single weft wheel in $work/plain" >&2
   exit 1
-}
+fi
 
 # 3. No symbol version above GLIBC_2.28, named where there is one.
 "$py" -m zipfile -e "${wheels[0]}" "$work/unpacked"

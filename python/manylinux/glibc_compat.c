@@ -29,16 +29,19 @@
 /* __wrap_NAME: jmp NAME@VERSION. .symver turns this file's (undefined) reference to NAME into one
  * to NAME@VERSION; GNU ld leaves that reference alone when it wraps NAME (gold does not: it would
  * wrap it too, making the jump a loop, which is why BUILD links with -fuse-ld=bfd). */
-#define COMPAT(name, version)                                   \
-  __asm__(".section .text.__wrap_" #name ",\"ax\",@progbits\n"  \
-          ".globl __wrap_" #name "\n"                           \
-          ".hidden __wrap_" #name "\n"                          \
-          ".type __wrap_" #name ", @function\n"                 \
-          "__wrap_" #name ":\n"                                 \
-          "\tjmp " #name "@PLT\n"                               \
-          ".size __wrap_" #name ", .-__wrap_" #name "\n"        \
-          ".symver " #name ", " #name "@" #version "\n"          \
+/* One directive a line (the formatter would split the strings). */
+/* clang-format off */
+#define COMPAT(name, version)                                  \
+  __asm__(".section .text.__wrap_" #name ",\"ax\",@progbits\n" \
+          ".globl __wrap_" #name "\n"                          \
+          ".hidden __wrap_" #name "\n"                         \
+          ".type __wrap_" #name ", @function\n"                \
+          "__wrap_" #name ":\n"                                \
+          "\tjmp " #name "@PLT\n"                              \
+          ".size __wrap_" #name ", .-__wrap_" #name "\n"       \
+          ".symver " #name ", " #name "@" #version "\n"        \
           ".previous\n");
+/* clang-format on */
 
 /* One COMPAT(name, version) line per function of glibc_228.bzl. */
 #include "python/manylinux/glibc_228_list.h"
