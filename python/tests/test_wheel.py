@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -81,6 +82,9 @@ def clean_env():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    given = os.environ.get("WEFT_TEST_WHEEL")  # a wheel scripts/wheel.sh made before, to test
+    if given:
+        return Path(given)
     out = tmp_path_factory.mktemp("dist")
     proc = subprocess.run([str(ROOT / "scripts" / "wheel.sh"), "-o", str(out)], cwd=ROOT,
                           env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -106,16 +110,29 @@ def venv_with_wheel(path, wheel):
     return venv_python
 
 
-def run_two_ranks(python, script, cwd, timeout=120):
+def run_two_ranks(python, script, cwd, timeout):
+    """Runs script as ranks 0 and 1; [(process, output)]. A rank still running after timeout
+    seconds has dumped its Python stack into its output (faulthandler) and is killed."""
     port = free_ports(1)[0]
+    dump = f"import faulthandler; faulthandler.dump_traceback_later({timeout - 10})\n"
     procs = []
     for rank in range(2):
         env = dict(clean_env(), RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([python, "-c", script], env=env, cwd=cwd,
+        procs.append(subprocess.Popen([python, "-c", dump + script], env=env, cwd=cwd,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
-    return [(p, p.communicate(timeout=timeout)[0]) for p in procs]
+    deadline = time.monotonic() + timeout
+    results = []
+    for p in procs:
+        try:
+            out = p.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out = p.communicate()[0] + f"\n(killed: still running after {timeout} s)"
+        results.append((p, out))
+    return results
 
 
 def test_wheel_name_and_contents(wheel):
@@ -155,7 +172,7 @@ def test_wheel_auditwheel_policy(wheel):
 def test_wheel_in_clean_venv(wheel, tmp_path):
     python = venv_with_wheel(tmp_path / "venv", wheel)
     for rank, (p, out) in enumerate(run_two_ranks(python, RANK % {"version": header_version()},
-                                                  tmp_path)):
+                                                  tmp_path, timeout=120)):
         assert p.returncode == 0, f"rank {rank}:\n{out}"
         assert f"rank {rank} all_reduce correct" in out, out
 
