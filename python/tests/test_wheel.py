@@ -189,6 +189,6 @@ def test_wheel_torch_backend(wheel, tmp_path):
                           stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     torch_dir = os.path.dirname(os.path.dirname(spec.origin))
     Path(site, "torch_for_test.pth").write_text(torch_dir + "\n")
-    for rank, (p, out) in enumerate(run_two_ranks(python, TORCH_RANK, tmp_path, timeout=240)):
+    for rank, (p, out) in enumerate(run_two_ranks(python, TORCH_RANK, tmp_path, timeout=300)):
         assert p.returncode == 0, f"rank {rank}:\n{out}"
         assert f"rank {rank} torch" in out and "all_reduce correct" in out, out
