@@ -53,8 +53,10 @@ typedef struct stream {
   int cur;        /* position in ops of the op being posted */
   size_t next_slice;
   int hdr_pending; /* the call description still has to be posted on this stream */
-  flight_t *fifo;  /* `window` entries: sized per call, since zeroing MAX_WINDOW of them per
-                    * stream (36 KiB) was most of a small call's own time */
+  flight_t *fifo;  /* `cap` entries, each set when posted: a small call's few slices need few,
+                    * and zeroing `window` of them per stream (560 bytes each) was over a third
+                    * of a small call's instructions */
+  int cap;         /* min(window, the messages the stream carries in this call) */
   int head, count;
   int lent;      /* send streams, device mode: slots lent and not yet committed */
   char *staging; /* window slots of slice bytes, for reducing receives */
@@ -194,8 +196,6 @@ static stream_t *stream_for(run_t *r, int peer, int is_send) {
   memset(st, 0, sizeof *st);
   st->peer = peer;
   st->is_send = is_send;
-  st->ops = malloc(sizeof(int) * (size_t)(r->s->nops + 1));
-  st->fifo = calloc((size_t)r->window, sizeof *st->fifo);
   return st;
 }
 
@@ -224,17 +224,37 @@ static void choose_fusion(run_t *r) {
   }
 }
 
+/* *mem holds at least `need` bytes (its contents lost when it grows); 0 when out of memory. */
+static int reserve(void **mem, size_t *have, size_t need) {
+  if (*have >= need) return 1;
+  free(*mem);
+  *mem = malloc(need);
+  *have = *mem ? need : 0;
+  return *mem != NULL;
+}
+
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
 /* Groups the ops into streams, connects their peers, and lays out scratch memory. */
 static weft_result_t setup(run_t *r) {
   exec_ctx_t *ctx = r->ctx;
   const schedule_t *s = r->s;
-  int n = ctx->nranks;
-  r->states = calloc((size_t)s->nops + 1, sizeof *r->states);
-  r->streams = calloc((size_t)s->nops + 2, sizeof *r->streams);
-  r->conns = calloc((size_t)s->nops + 2, sizeof *r->conns);
-  r->copies = calloc((size_t)s->nops + 1, sizeof *r->copies);
-  if (!r->states || !r->streams || !r->conns || !r->copies) goto oom;
-  (void)n;
+  size_t nops = (size_t)s->nops;
+  /* One zeroed block for the op states, streams, connections and local copies, then each
+   * stream's op list (nops indices in all, ops_of below). */
+  size_t b_states = ALIGN8((nops + 1) * sizeof *r->states);
+  size_t b_streams = ALIGN8((nops + 2) * sizeof *r->streams);
+  size_t b_conns = ALIGN8((nops + 2) * sizeof *r->conns);
+  size_t b_copies = ALIGN8((nops + 1) * sizeof *r->copies);
+  size_t zeroed = b_states + b_streams + b_conns + b_copies;
+  if (!reserve(&ctx->run_mem, &ctx->run_mem_bytes, zeroed + (nops + 1) * sizeof(int))) goto oom;
+  char *m = ctx->run_mem;
+  memset(m, 0, zeroed);
+  r->states = (op_state_t *)m;
+  r->streams = (stream_t *)(m + b_states);
+  r->conns = (conn_t **)(m + b_states + b_streams);
+  r->copies = (int *)(m + b_states + b_streams + b_conns);
+  int *ops_of = (int *)(m + zeroed);
   for (int i = 0; i < s->nops && !r->agree; i++)
     if (s->ops[i].agree.on) {
       r->agree = calloc((size_t)s->nops, AGREE_BYTES);
@@ -243,6 +263,7 @@ static weft_result_t setup(run_t *r) {
   /* The call description goes first on its streams. */
   if (s->hdr_to >= 0) stream_for(r, s->hdr_to, 1)->hdr_pending = 1;
   if (s->hdr_from >= 0) stream_for(r, s->hdr_from, 0)->hdr_pending = 1;
+  /* Counted first, so that each stream's op list is its part of ops_of. */
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
     r->states[i].nslices =
@@ -251,9 +272,33 @@ static weft_result_t setup(run_t *r) {
       r->copies[r->ncopies++] = i;
       continue;
     }
+    stream_for(r, op->peer, is_send_kind(op->kind))->nops++;
+  }
+  size_t fifo_entries = 0;
+  for (int i = 0; i < r->nstreams; i++) {
+    stream_t *st = &r->streams[i];
+    st->ops = ops_of;
+    ops_of += st->nops;
+    st->nops = 0; /* filled again below */
+  }
+  for (int i = 0; i < s->nops; i++) {
+    const sched_op_t *op = &s->ops[i];
+    if (sched_is_local(op->kind)) continue;
     stream_t *st = stream_for(r, op->peer, is_send_kind(op->kind));
-    if (!st->ops || !st->fifo) goto oom;
     st->ops[st->nops++] = i;
+  }
+  for (int i = 0; i < r->nstreams; i++) {
+    stream_t *st = &r->streams[i];
+    size_t msgs = (size_t)st->hdr_pending;
+    for (int k = 0; k < st->nops; k++) msgs += r->states[st->ops[k]].nslices;
+    st->cap = msgs < (size_t)r->window ? (int)(msgs ? msgs : 1) : r->window;
+    fifo_entries += (size_t)st->cap;
+  }
+  if (!reserve(&ctx->fifo_mem, &ctx->fifo_mem_bytes, fifo_entries * sizeof(flight_t))) goto oom;
+  flight_t *fifo = ctx->fifo_mem;
+  for (int i = 0; i < r->nstreams; i++) {
+    r->streams[i].fifo = fifo;
+    fifo += r->streams[i].cap;
   }
   size_t slot_bytes = r->slice_elems * r->esize;
   /* Rounded up so the staging slots after it stay aligned for vector loads. */
@@ -261,7 +306,6 @@ static weft_result_t setup(run_t *r) {
   size_t need = 2 * HDR_BYTES + 64 + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
-    if (!st->ops || !st->fifo) goto oom;
     /* Connected first: whether a stream needs staging depends on its transport. */
     WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
     if (r->device && !recv_in_place(st))
@@ -318,17 +362,8 @@ oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory setting up the collective");
 }
 
-static void run_free(run_t *r) {
-  for (int i = 0; r->streams && i < r->nstreams; i++) {
-    free(r->streams[i].ops);
-    free(r->streams[i].fifo);
-  }
-  free(r->states);
-  free(r->streams);
-  free(r->conns);
-  free(r->copies);
-  free(r->agree);
-}
+/* The run's bookkeeping stays in ctx for the next call. */
+static void run_free(run_t *r) { free(r->agree); }
 
 static char *buf_base(run_t *r, sched_buf_t b) { return r->bufs[b]; }
 
@@ -341,12 +376,14 @@ static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *
 
 static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
   const transport_ops_t *t = st->conn->ops;
-  while (st->count < r->window) {
-    int slot = (st->head + st->count) % r->window;
+  while (st->count < st->cap) {
+    int slot = (st->head + st->count) % st->cap;
     flight_t *f = &st->fifo[slot];
     if (st->hdr_pending) {
       f->op = -1;
       f->slice = 0;
+      f->reducing = 0;
+      f->filling = 0;
       f->x.device = 0;
       WEFT_CHECK(st->is_send ? t->post_send(st->conn, r->hdr_out, HDR_BYTES, &f->x)
                              : t->post_recv(st->conn, r->hdr_in, HDR_BYTES, &f->x));
@@ -368,6 +405,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     f->op = oi;
     f->slice = j;
     f->reducing = 0;
+    f->filling = 0;
     f->x.device = r->device && !is_token_kind(op->kind);
     size_t first, n;
     slice_range(r, op, j, &first, &n);
@@ -452,8 +490,8 @@ static void reduce_slice(run_t *r, const sched_op_t *op, size_t j, const char *s
 
 /* The send stream `out` would post slice j of op `fwd` next: nothing ahead of it there and room
  * in its window. */
-static int out_ready(const run_t *r, const stream_t *out, int fwd, size_t j) {
-  return !out->hdr_pending && out->count < r->window && out->cur < out->nops &&
+static int out_ready(const stream_t *out, int fwd, size_t j) {
+  return !out->hdr_pending && out->count < out->cap && out->cur < out->nops &&
          out->ops[out->cur] == fwd && out->next_slice == j;
 }
 
@@ -466,8 +504,8 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
   size_t first, n;
   slice_range(r, op, f->slice, &first, &n);
   *slot = NULL;
-  if (!out_ready(r, out, op->fwd, f->slice)) return WEFT_SUCCESS;
-  flight_t *e = &out->fifo[(out->head + out->count) % r->window];
+  if (!out_ready(out, op->fwd, f->slice)) return WEFT_SUCCESS;
+  flight_t *e = &out->fifo[(out->head + out->count) % out->cap];
   e->x.device = r->device;
   WEFT_CHECK(out->conn->ops->lend_send(out->conn, n * r->esize, &e->x, slot));
   if (!*slot) return WEFT_SUCCESS;
@@ -481,7 +519,7 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
 
 /* The lent slot's entry joins the send stream, as post_ready would have added it. */
 static void fused_advance(run_t *r, stream_t *out, int fwd, size_t bytes) {
-  int k = (out->head + out->count) % r->window;
+  int k = (out->head + out->count) % out->cap;
   if (r->ctx->trace)
     trace_post(r->ctx->trace, out->peer, 1, k, weft_coll_name(r->desc->kind),
                weft_algo_name(r->desc->algo), r->desc->seq, r->s->ops[fwd].step,
@@ -595,7 +633,7 @@ static weft_result_t fused_start_device(run_t *r, flight_t *f, int *started) {
  * finished. */
 static weft_result_t commit_filled(run_t *r, stream_t *st, int *progressed) {
   for (int k = 0; k < st->count; k++) {
-    flight_t *f = &st->fifo[(st->head + k) % r->window];
+    flight_t *f = &st->fifo[(st->head + k) % st->cap];
     if (!f->filling) continue;
     int done = 0;
     WEFT_CHECK(r->ctx->dev->ops->poll(r->ctx->queue, f->ticket, &done));
@@ -633,7 +671,7 @@ static weft_result_t reduce_slice_device(run_t *r, flight_t *f) {
 static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
   if (st->is_send) WEFT_CHECK(commit_filled(r, st, progressed));
   for (int k = 0; k < st->count && !st->is_send; k++) {
-    flight_t *f = &st->fifo[(st->head + k) % r->window];
+    flight_t *f = &st->fifo[(st->head + k) % st->cap];
     if (!f->x.complete) break;
     if (f->op < 0 || f->reducing) continue;
     const sched_op_t *op = &r->s->ops[f->op];
@@ -673,7 +711,7 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
       if (r->s->ops[f->op].agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
       r->states[f->op].done++;
     }
-    st->head = (st->head + 1) % r->window;
+    st->head = (st->head + 1) % st->cap;
     st->count--;
     *progressed = 1;
   }
@@ -689,7 +727,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       WEFT_CHECK(fused_retire(r, st, f, &done));
       if (!done) break;
       r->states[f->op].done++;
-      st->head = (st->head + 1) % r->window;
+      st->head = (st->head + 1) % st->cap;
       st->count--;
       *progressed = 1;
       continue;
@@ -712,7 +750,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       }
       r->states[f->op].done++;
     }
-    st->head = (st->head + 1) % r->window;
+    st->head = (st->head + 1) % st->cap;
     st->count--;
     *progressed = 1;
   }
@@ -852,7 +890,7 @@ static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
     const stream_t *st = &r->streams[i];
     if (st->is_send) continue;
     for (int k = 0; k < st->count; k++) {
-      const flight_t *f = &st->fifo[(st->head + k) % r->window];
+      const flight_t *f = &st->fifo[(st->head + k) % st->cap];
       int agrees = f->op >= 0 && r->s->ops[f->op].agree.on;
       if ((f->op >= 0 && !agrees) || !f->x.complete) continue;
       char msg[ERR_MSG_MAX];
@@ -926,7 +964,7 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
       ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight : MAX_WINDOW;
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
   r.reduce_copy = kern_reduce_copy_lookup(desc->dtype, desc->op);
-  weft_result_t res = sched_validate(s, ctx->nranks);
+  weft_result_t res = s == ctx->validated ? WEFT_SUCCESS : sched_validate(s, ctx->nranks);
   if (res == WEFT_SUCCESS) res = setup(&r);
   if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);
   /* A failed device call may leave reductions and copies queued that still read the buffers and
@@ -950,4 +988,8 @@ void exec_ctx_release(exec_ctx_t *ctx) {
   free(ctx->scratch);
   ctx->scratch = NULL;
   ctx->scratch_bytes = 0;
+  free(ctx->run_mem);
+  free(ctx->fifo_mem);
+  ctx->run_mem = ctx->fifo_mem = NULL;
+  ctx->run_mem_bytes = ctx->fifo_mem_bytes = 0;
 }

@@ -56,6 +56,13 @@ typedef struct {
   void *owner;
   void *scratch;
   size_t scratch_bytes;
+  /* The run's own bookkeeping (op states, streams, their FIFOs), kept between calls like
+   * `scratch`: allocating and zeroing it per call was a third of a small call's instructions. */
+  void *run_mem, *fifo_mem;
+  size_t run_mem_bytes, fifo_mem_bytes;
+  /* A schedule the owner validated (sched_validate) when it built it and keeps unchanged while
+   * this points to it: exec_run does not validate it again on every call. NULL: none. */
+  const schedule_t *validated;
   trace_t *trace; /* WEFT_TRACE: every step is recorded here; NULL (and free) when off */
   /* Device mode: the engine, the queue the executor's reductions and copies run on (created on
    * first use), and device scratch memory kept like `scratch`. NULL without an engine. */

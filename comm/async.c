@@ -1,11 +1,13 @@
 /* async.c -- requests, and the per-communicator progress thread that runs them in issue order.
  *
- * The first asynchronous call on a communicator starts its progress thread; from then on that
- * thread is the only one that runs the communicator's operations. Requests form one FIFO per
- * communicator, so operations complete in the order they were issued. A blocking call issued
- * while requests are queued or running joins the same FIFO and waits (on the stack), so it runs
- * after them and sees their results; when the thread is idle a blocking call runs inline on the
- * caller's thread instead, saving the hand-off (nothing else can touch the communicator then).
+ * The first asynchronous call on a communicator starts its progress thread, which runs the
+ * communicator's operations from then on. Requests form one FIFO per communicator, so operations
+ * complete in the order they were issued. A blocking call issued while requests are queued or
+ * running joins the same FIFO and waits (on the stack), so it runs after them and sees their
+ * results; when the thread is idle a blocking call runs inline on the caller's thread instead,
+ * saving the hand-off (nothing else can touch the communicator then), and so does a request
+ * whose weft_wait(-1) finds it first in the queue with the thread idle (run_by_waiter). Either
+ * way `busy` says that someone runs an operation, and only the one who set it does.
  *
  * Each request carries its own mutex and condition variable rather than using the queue's lock:
  * a request outlives its communicator (weft_comm_destroy drains the queue and returns, the caller
@@ -31,6 +33,9 @@
 struct weft_request {
   weft_call_t call;
   int rank; /* for messages: the issuing communicator may be gone when they are written */
+  /* The issuing communicator, for weft_wait to run the request itself (run_by_waiter); looked up
+   * in the handles table before use, since it may be gone by then. */
+  weft_comm_t *comm;
   /* A call enqueued on a user's stream: nobody waits on the request; the progress thread waits
    * for the gate's inputs, runs the call, opens the gate and frees the request. */
   dev_gate_t *gate;
@@ -57,6 +62,7 @@ struct comm_async {
   weft_request_t *head, *tail;
   int busy; /* the thread is running an operation */
   int stop; /* leave once the queue is empty */
+  long waiter_runs; /* requests their waiter ran (run_by_waiter), under mu */
 };
 
 /* Copies a group's ops or all_to_allv's arrays into r->owned, and a host premul factor into
@@ -341,6 +347,7 @@ static weft_result_t call_async(const weft_call_t *call, weft_comm_t *comm, weft
     free(r);
     return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: out of memory for a request", comm->rank);
   }
+  r->comm = comm;
   enqueue(comm->async, r);
   *req = r;
   return WEFT_SUCCESS;
@@ -463,9 +470,55 @@ static struct timespec deadline_in(int timeout_ms) {
   return ts;
 }
 
+/* A request waited on with no limit that is still first in the queue while the progress thread
+ * is idle runs on the waiting thread: handing it to the thread and back costs a wake-up each way
+ * (35 us a request, results/2026-11-26-torch2-latency), most of a small call's time, and the
+ * waiter would only sleep meanwhile. Taking it from the head with `busy` set, under the queue's
+ * mutex, is what the progress thread itself does, so issue order holds and nothing else runs on
+ * the communicator meanwhile (a blocking call issued meanwhile queues behind it). The
+ * communicator is entered as a sharer first: that it is still live is checked in the handles
+ * table, and a destroy or abort waits for the run to leave; the issuing thread may go on issuing.
+ * A wait with a time limit leaves the request to the thread: a run cannot stop at the limit. */
+static void run_by_waiter(weft_request_t *r) {
+  pthread_mutex_lock(&r->mu);
+  int done = r->done;
+  pthread_mutex_unlock(&r->mu);
+  weft_comm_t *c = r->comm;
+  if (done || !c || !comm_try_share(c)) return;
+  comm_async_t *a = c->async;
+  int mine = 0;
+  if (a) {
+    pthread_mutex_lock(&a->mu);
+    mine = a->head == r && !a->busy;
+    if (mine) {
+      a->head = r->next;
+      if (!a->head) a->tail = NULL;
+      a->busy = 1;
+      a->waiter_runs++;
+    }
+    pthread_mutex_unlock(&a->mu);
+  }
+  if (mine) {
+    weft_result_t res = comm_aborted(c) ? aborted_before_running(c, r) : comm_call(c, &r->call);
+    request_complete(r, res, err_last());
+    async_release(a);
+  }
+  comm_leave(c, COMM_SHARES);
+}
+
+long comm_async_waiter_runs(const weft_comm_t *c) {
+  comm_async_t *a = c->async;
+  if (!a) return 0;
+  pthread_mutex_lock(&a->mu);
+  long n = a->waiter_runs;
+  pthread_mutex_unlock(&a->mu);
+  return n;
+}
+
 weft_result_t weft_wait(weft_request_t *req, int timeout_ms) {
   if (!req) return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "weft_wait: request is NULL");
   WEFT_CHECK(request_claim(req, "weft_wait"));
+  if (timeout_ms < 0) run_by_waiter(req);
   struct timespec deadline = deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
   int timed_out = 0;
   pthread_mutex_lock(&req->mu);

@@ -239,9 +239,12 @@ static const cost_model_t *model_for(const weft_comm_t *c, int device) {
 }
 
 /* The algorithm a checked call runs and the size the cost model prices (*bytes, if asked). */
-static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
+static weft_result_t choose(weft_comm_t *c, const weft_call_t *k, const call_shape_t *sh,
                             size_t esize, int device, const algo_entry_t **algo,
                             double *bytes_out) {
+  /* Only a call remembers its choice: weft_call_estimate may run beside a call on another
+   * thread, so it neither reads nor writes last_choice (it asks for *bytes, a call does not). */
+  int cached = bytes_out == NULL && (unsigned)k->coll < WEFT_NUM_COLLS;
   double bytes = (double)(k->coll == WEFT_COLL_ALL_GATHER ? sh->recv_count : sh->send_count) *
                  (double)esize;
   if (k->coll == WEFT_COLL_BROADCAST || k->coll == WEFT_COLL_RECV)
@@ -251,9 +254,17 @@ static weft_result_t choose(const weft_comm_t *c, const weft_call_t *k, const ca
   if (k->coll == WEFT_COLL_GATHER || k->coll == WEFT_COLL_SCATTER)
     bytes = (double)k->count * (double)c->nranks * (double)esize;
   if (bytes_out) *bytes_out = bytes;
+  const cost_model_t *m = model_for(c, device);
+  struct weft_comm_choice *last = cached ? &c->last_choice[k->coll] : NULL;
+  if (last && last->valid && last->coll == k->coll && last->per_call == k->algo &&
+      last->device == device && last->bytes == bytes && memcmp(&last->model, m, sizeof *m) == 0) {
+    *algo = last->entry;
+    return WEFT_SUCCESS;
+  }
   algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
-  return algo_choose(k->coll, k->algo, &c->algo_policy, model_for(c, device), c->nranks, bytes,
-                     &topo, algo);
+  WEFT_CHECK(algo_choose(k->coll, k->algo, &c->algo_policy, m, c->nranks, bytes, &topo, algo));
+  if (last) *last = (struct weft_comm_choice){1, device, k->coll, k->algo, bytes, *m, *algo};
+  return WEFT_SUCCESS;
 }
 
 weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,
@@ -302,6 +313,45 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
   }
   comm_leave(comm, COMM_SHARES);
   return res;
+}
+
+/* Whether a schedule built from `a` is the one `b` would build (the builders read nothing else).
+ * all_to_allv's arrays are the caller's and may change in place: those calls are never reused. */
+static int same_args(const sched_args_t *a, const sched_args_t *b) {
+  return a->coll == b->coll && a->rank == b->rank && a->nranks == b->nranks &&
+         a->count == b->count && a->root == b->root && a->in_place == b->in_place &&
+         a->node_of == b->node_of && a->nnodes == b->nnodes && a->round_count == b->round_count &&
+         !a->send_counts && !b->send_counts && !a->p2p && !b->p2p;
+}
+
+/* The schedule of a call: the previous call's of this collective when built from the same
+ * arguments by the same algorithm, else built now, validated and kept in its place. */
+static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, const sched_args_t *a,
+                                  const schedule_t **out) {
+  struct weft_comm_sched *last = &c->last_sched[a->coll];
+  if (last->valid && last->algo == algo && same_args(&last->args, a)) {
+    *out = &last->s;
+    return WEFT_SUCCESS;
+  }
+  if (last->valid) sched_free(&last->s);
+  last->valid = 0;
+  weft_result_t res = algo->build(&last->s, a);
+  if (res == WEFT_SUCCESS) res = sched_validate(&last->s, c->nranks);
+  if (res != WEFT_SUCCESS) {
+    sched_free(&last->s);
+    return res;
+  }
+  last->valid = 1;
+  last->algo = algo;
+  last->args = *a;
+  *out = &last->s;
+  return WEFT_SUCCESS;
+}
+
+void comm_sched_cache_release(weft_comm_t *c) {
+  for (int i = 0; i < WEFT_NUM_COLLS; i++)
+    if (c->last_sched[i].valid) sched_free(&c->last_sched[i].s);
+  memset(c->last_sched, 0, sizeof c->last_sched);
 }
 
 weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
@@ -360,22 +410,32 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
                    k->dtype,
                    is_reducing(k->coll) ? k->op : WEFT_SUM,
                    is_rooted(k->coll) ? k->root : -1};
-  schedule_t s;
+  schedule_t own = {0}; /* a schedule built for this call alone */
+  const schedule_t *s = &own;
   int64_t start = c->config.debug >= 2 ? clock_now_ns() : 0;
   if (from_file) d.algo = WEFT_ALGO_AUTO; /* "auto" in messages: the program's, on every rank */
-  res = from_file ? msccl_build(c->algo_prog, &s, &args) : algo->build(&s, &args);
+  if (from_file)
+    res = msccl_build(c->algo_prog, &own, &args);
+  else if (k->coll == WEFT_COLL_ALL_TO_ALLV)
+    res = algo->build(&own, &args);
+  else
+    res = schedule_for(c, algo, &args, &s);
   if (res == WEFT_SUCCESS && device && !from_file && comm_resident_eligible(c, k->coll, d.algo))
-    res = comm_run_resident(c, &s, &d, k->sendbuf, k->recvbuf);
-  else if (res == WEFT_SUCCESS)
-    res = exec_run(&c->exec, &s, &d, k->sendbuf, k->recvbuf, device);
+    res = comm_run_resident(c, s, &d, k->sendbuf, k->recvbuf);
+  else if (res == WEFT_SUCCESS) {
+    /* A kept schedule was validated once, when schedule_for built it. */
+    c->exec.validated = s != &own ? s : NULL;
+    res = exec_run(&c->exec, s, &d, k->sendbuf, k->recvbuf, device);
+    c->exec.validated = NULL;
+  }
   (*seq)++;
   if (c->config.debug >= 2)
     fprintf(stderr, "weft rank %d: %s #%llu count %zu %s %s root %d algo %s: %d ops, %.1f us, %s\n",
             c->rank, weft_coll_name(d.kind), (unsigned long long)d.seq, d.count,
             weft_dtype_name(d.dtype), weft_op_name(d.op), d.root,
-            from_file ? "file" : weft_algo_name(d.algo), s.nops,
+            from_file ? "file" : weft_algo_name(d.algo), s->nops,
             (double)(clock_now_ns() - start) / 1e3, weft_result_string(res));
-  sched_free(&s);
+  if (s == &own) sched_free(&own);
   if (res == WEFT_SUCCESS) return res;
   err_context(res, "rank %d: %s #%llu (count %zu, %s, %s)", c->rank, weft_coll_name(d.kind),
               (unsigned long long)d.seq, d.count, weft_dtype_name(d.dtype),

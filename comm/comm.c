@@ -79,6 +79,7 @@ void comm_free(weft_comm_t *c, int abortive) {
   }
   rescue_close(c, abortive);
   comm_premul_release(c);
+  comm_sched_cache_release(c);
   comm_resident_release(c);
   comm_algo_release(c);
   exec_ctx_release(&c->exec);
@@ -582,6 +583,14 @@ weft_result_t comm_enter(weft_comm_t *c, const char *op, comm_use_t use) {
   }
   handles_unlock();
   return res;
+}
+
+int comm_try_share(weft_comm_t *c) {
+  handles_lock();
+  int ok = handles_live(c, HANDLE_COMM) && !c->closing;
+  if (ok) c->users++;
+  handles_unlock();
+  return ok;
 }
 
 void comm_leave(weft_comm_t *c, comm_use_t use) {

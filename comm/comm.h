@@ -66,6 +66,26 @@ struct weft_comm {
   cost_model_t model, dev_model;
   cost_table_t costs;
   int model_tuned;
+  /* The last choice per collective (collectives_api.c) and what it was made from: a loop of like
+   * calls chooses once, not once a call (pricing every algorithm and sorting them was a tenth of
+   * a small call's instructions). The policy and topology do not change after init. */
+  struct weft_comm_choice {
+    int valid, device;
+    weft_coll_t coll;
+    weft_algo_t per_call;
+    double bytes;
+    cost_model_t model;
+    const algo_entry_t *entry;
+  } last_choice[WEFT_NUM_COLLS];
+  /* The last schedule built per collective and what it was built from (collectives_api.c): a
+   * loop of like calls builds it once (building, checking and freeing it was a fifth of a small
+   * call's instructions). comm_sched_cache_release frees them (comm_free calls it). */
+  struct weft_comm_sched {
+    int valid;
+    const algo_entry_t *algo;
+    sched_args_t args;
+    schedule_t s;
+  } last_sched[WEFT_NUM_COLLS];
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
   net_addr_t advertise;     /* where this rank's transports listen (port 0): splits reuse it */
@@ -102,6 +122,10 @@ typedef enum { COMM_SHARES = 0, COMM_RUNS = 1 } comm_use_t;
  * is inside, with a message naming `op`; on success the caller is counted inside until
  * comm_leave, and the communicator is not freed meanwhile. */
 weft_result_t comm_enter(weft_comm_t *comm, const char *op, comm_use_t use);
+/* comm_enter(comm, op, COMM_SHARES) that sets no error: 1 when entered (comm_leave(comm,
+ * COMM_SHARES) then), 0 when the communicator is not live or is closing. `comm` may be a
+ * communicator freed since: it is only looked up in the handles table before it is touched. */
+int comm_try_share(weft_comm_t *comm);
 void comm_leave(weft_comm_t *comm, comm_use_t use);
 
 /* Whether weft_comm_abort was called: the call in progress gives up (safe from any thread). */
@@ -153,6 +177,9 @@ void comm_algo_release(weft_comm_t *c);
 /* Stops the progress thread (async.c), if one runs: draining the queue, or with `abortive`
  * failing the operations not yet started with WEFT_ERR_ABORTED. */
 void comm_async_stop(weft_comm_t *comm, int abortive);
+/* How many requests their waiter ran itself (weft_wait found them queued and the progress thread
+ * idle), for tests and benchmarks. */
+long comm_async_waiter_runs(const weft_comm_t *comm);
 
 /* The connection to `peer` for host or device buffers, set up on first use (executor callback). */
 weft_result_t comm_get_conn(void *comm, int peer, int device, conn_t **out);
@@ -193,6 +220,7 @@ weft_result_t comm_call(weft_comm_t *comm, const weft_call_t *call);
 weft_result_t comm_run_premul(weft_comm_t *comm, const weft_call_t *call, size_t send_count,
                               int device);
 void comm_premul_release(weft_comm_t *comm);
+void comm_sched_cache_release(weft_comm_t *comm);
 
 /* resident.c: whether a device call of `coll` with `algo` runs as a device program on this
  * communicator (the same answer on every rank of it), and that run: the call descriptions

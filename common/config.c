@@ -38,7 +38,8 @@ static const knob_t knobs[] = {
      * flight), while with 4 ranks on 2 cores autotuning was about 5% faster (smaller buffers stay
      * in cache); on 1 Gbit/s namespace links both reached 94% of the link. */
     {"WEFT_SOCKET_BUFFER", "4194304", KNOB_INT, 0, 1 << 30, KNOB_AT(sockbuf_bytes),
-     "SO_SNDBUF/SO_RCVBUF in bytes (0: the kernel's default and autotuning)"},
+     "SO_SNDBUF/SO_RCVBUF in bytes, the send side at least WEFT_SHM_SLOTS x WEFT_SLICE_BYTES "
+     "(0: the kernel's default and autotuning)"},
     {"WEFT_SLICE_BYTES", "65536", KNOB_SIZE, 4096, 1 << 30, KNOB_AT(slice_bytes),
      "pipeline unit: each ring chunk moves in slices of this many bytes"},
     {"WEFT_SLICES_IN_FLIGHT", "4", KNOB_INT, 1, 64, KNOB_AT(slices_in_flight),

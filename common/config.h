@@ -1,6 +1,6 @@
 /* config.h -- internal: every WEFT_* tuning knob, read from the environment in one place.
  *
- * The table in config.c is the single list of knobs (README.md documents the same table). A
+ * The table in config.c is the single list of knobs (docs/tuning.md documents the same table). A
  * communicator reads them once at init into its own weft_config_t, so nothing else in weft calls
  * getenv() and two communicators never share hidden state. */
 #ifndef WEFT_COMMON_CONFIG_H_

@@ -28,8 +28,8 @@ void sha256_final(sha256_t *s, uint8_t out[SHA256_BYTES]);
 void hmac_sha256(const void *key, size_t key_len, int nparts, const void *const *parts,
                  const size_t *lens, uint8_t out[SHA256_BYTES]);
 
-/* The job token's challenge-response (the store and TCP peer connections, see README.md "Job
- * token"): each side sends a fresh nonce and proves it knows the token with
+/* The job token's challenge-response (the store and TCP peer connections; docs/reliability.md):
+ * each side sends a fresh nonce and proves it knows the token with
  *   HMAC(token, label || context || Nc || Ns)
  * where label ("weft accept" / "weft connect", with its NUL) keeps one direction's proof from
  * being replayed as the other's, context names the job/communicator and the ranks, and Nc and Ns

@@ -47,7 +47,7 @@
  * operations cannot be returned by the call that enqueued them: they mark the communicator
  * failed, so the next call returns WEFT_ERR_COMM_FAILED with the message, and
  * weft_comm_get_async_error() reports them without making a call (NCCL's ncclCommGetAsyncError).
- * The device engine is chosen by WEFT_DEVICE (README.md).
+ * The device engine is chosen by WEFT_DEVICE (docs/tuning.md).
  */
 #ifndef WEFT_H_
 #define WEFT_H_
@@ -151,7 +151,7 @@ typedef enum {
   WEFT_NUM_COLLS = 13
 } weft_coll_t;
 
-/* Algorithms. WEFT_ALGO_AUTO picks by a cost model (README.md: "Choosing an algorithm"); the
+/* Algorithms. WEFT_ALGO_AUTO picks by a cost model (docs/algorithms.md); the
  * others force one, where the collective has it (weft_algo_supported()). The environment
  * variable WEFT_ALGO does the same for every call: "ring", or per collective
  * "all_reduce=tree,broadcast=ring". */
@@ -203,7 +203,7 @@ const char *weft_op_name(weft_op_t op);
 
 /* `bytes` of device memory for the buffers of device calls (what ncclMemAlloc gives), from the
  * engine WEFT_DEVICE names: with "auto" or "cuda" the current CUDA device's memory, with
- * "emulated" the emulation's (README: "Device buffers without a GPU"). WEFT_ERR_UNSUPPORTED,
+ * "emulated" the emulation's (docs/gpus.md, "Device buffers"). WEFT_ERR_UNSUPPORTED,
  * with why, where there is no device (WEFT_DEVICE=none, no GPU, a build without CUDA). The
  * process keeps one engine per device for these allocations, opened at the first and kept until
  * exit. bytes == 0 gives *ptr = NULL. */
@@ -217,7 +217,7 @@ weft_result_t weft_mem_free(void *ptr);
 /* Joins the job described by the launcher's environment. Rank, size and master are read from
  * WEFT_RANK/WEFT_WORLD_SIZE/WEFT_MASTER_ADDR/WEFT_MASTER_PORT, else torchrun's RANK, WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT, else Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*; WEFT_INIT_URL
- * (tcp://host:port) may stand for the master. README.md lists every variable. */
+ * (tcp://host:port) may stand for the master. docs/tuning.md lists every variable. */
 weft_result_t weft_comm_init_env(weft_comm_t **comm);
 
 /* Joins a job of `nranks` ranks as `rank`; rank 0 serves the rendezvous on master_addr:master_port
@@ -405,7 +405,7 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
 /* What the cost model predicts for `call` on this communicator, without running it or talking
  * to any peer: the algorithm weft_call would run (the call's own, WEFT_ALGO's, else the cheapest;
  * WEFT_ALGO_AUTO for one rank, point to point and groups) and its time in seconds under the
- * communicator's alpha, beta and gamma (README.md: "Choosing an algorithm"). Sends and receives
+ * communicator's alpha, beta and gamma (docs/algorithms.md). Sends and receives
  * cost one latency plus their bytes; a group its larger direction. The call's arguments are
  * checked as weft_call checks them. Any thread may ask, as the queries. */
 weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,
@@ -420,7 +420,10 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
  * Threads: the communicator's own thread rule still holds (one thread at a time issues
  * operations on it); weft_test and weft_wait touch only the request, so any thread may call them
  * (one per request at a time) while the progress thread works, and an operation's error becomes
- * that thread's weft_last_error(). weft_comm_destroy runs every queued operation first;
+ * that thread's weft_last_error(). weft_wait with no limit (-1) on a request that is next in line
+ * and not yet started runs it on the waiting thread instead of handing it to the progress
+ * thread; the issuing thread may go on issuing meanwhile (those operations queue behind it).
+ * weft_comm_destroy runs every queued operation first;
  * weft_comm_abort completes those not yet started with WEFT_ERR_ABORTED at once, and the one
  * running gives up with WEFT_ERR_ABORTED within about 0.2 s. Either way each request stays
  * valid, and must still be completed by weft_test or weft_wait, which free it (a second wait is
@@ -484,7 +487,7 @@ weft_result_t weft_comm_load_algo(weft_comm_t *comm, const char *path);
  * communicator that failed (a dead peer, WEFT_ERR_COMM_FAILED) as on a healthy one, and needs
  * neither the master nor any connection of `comm`: the ranks agree over a channel every
  * communicator keeps for this (a killed rank is found at once; one that does not answer, e.g.
- * stopped, within a bound derived from WEFT_TIMEOUT_MS (README says which) is counted as failed
+ * stopped, within a bound derived from WEFT_TIMEOUT_MS (docs/reliability.md) is counted as failed
  * and left out), then set the new communicator up among
  * themselves. Every survivor ends with the same members or an error; a rank failing during the
  * call may make it fail, and it may be called again. `comm` stays as it was: destroy (or abort) it

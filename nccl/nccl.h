@@ -4,8 +4,8 @@
  *
  * Written for weft from the published API facts; tests/nccl/abi_test compiles one probe against
  * this file and against NVIDIA's header and compares every size, offset and constant both have.
- * What each call does under weft (implemented, a no-op, refused) is in README.md, section
- * "NCCL front end".
+ * What each call does under weft (implemented, a no-op, refused) is in docs/gpus.md,
+ * "What each NCCL call does".
  */
 #ifndef WEFT_NCCL_H_
 #define WEFT_NCCL_H_

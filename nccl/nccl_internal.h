@@ -79,7 +79,7 @@ ncclResult_t nccl_premul_lookup(struct ncclComm *c, ncclRedOp_t op, ncclDataType
 void nccl_premul_free(struct ncclComm *c);
 
 /* env.c */
-/* Sets the WEFT_* variables that the user's NCCL_* ones stand for (README: "NCCL front end"),
+/* Sets the WEFT_* variables that the user's NCCL_* ones stand for (docs/gpus.md),
  * leaving those already set. Runs when the library loads; tests call it again. */
 void nccl_env_apply(void);
 

@@ -335,7 +335,7 @@ int wr_finish_opts(wr_opts *o, char *err, size_t errlen) {
 
   /* A token given to weft-run is inherited by its ranks as it is. Otherwise a single node makes
    * one for its ranks; several nodes' launchers could not agree on a random one, so there the
-   * user sets it (README.md, "Job token"). */
+   * user sets it (docs/reliability.md, "The job token"). */
   const char *tok = getenv("WEFT_JOB_TOKEN"), *tok_file = getenv("WEFT_JOB_TOKEN_FILE");
   int given = (tok && tok[0]) || (tok_file && tok_file[0]);
   if (o->nnodes == 1) {

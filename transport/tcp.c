@@ -22,6 +22,7 @@
  * parallel; a small one goes whole on the next lane, round robin. Each lane is an in-order byte
  * stream, so the receiver finds every part where the sender put it. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,11 +480,37 @@ static weft_result_t connect_dialed(tcp_transport_t *t, tcp_conn_t *c, int64_t d
   return WEFT_SUCCESS;
 }
 
+/* Sizes a lane's socket buffers. The send buffer must take every lent staging slot (lend_send)
+ * without the peer reading: a slot stays lent until its bytes are in the kernel, and the peer
+ * reads only what its posted receives ask for, which it posts as its own slots come free. With a
+ * send buffer smaller than the pool, two ranks sending to each other fill both pools and wait on
+ * each other for good (2 ranks, a 16 MiB all-reduce with WEFT_SOCKET_BUFFER=65536 timed out every
+ * time). So a set size is raised to the pool's for sending; where net.core.wmem_max caps that,
+ * SO_SNDBUFFORCE asks past the cap (allowed to root). WEFT_SOCKET_BUFFER=0 leaves both to the
+ * kernel's autotuning, as before. */
+static weft_result_t lane_tune(tcp_transport_t *t, int fd) {
+  int want = t->cfg->sockbuf_bytes;
+  WEFT_CHECK(net_tune_stream(fd, want));
+  if (want <= 0) return WEFT_SUCCESS;
+  size_t pool = (size_t)t->cfg->shm_slots * t->cfg->slice_bytes;
+  int need = pool > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)pool;
+  int got = 0;
+  socklen_t len = sizeof got;
+  if (want < need && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &need, sizeof need) != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "setsockopt SO_SNDBUF=%d on fd %d: %s", need, fd,
+                    strerror(errno));
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) != 0)
+    return WEFT_ERR(WEFT_ERR_SYSTEM, "getsockopt SO_SNDBUF on fd %d: %s", fd, strerror(errno));
+  /* The kernel reports twice what it granted; past the cap only a privileged ask gets more. */
+  if (got / 2 < need) (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &need, sizeof need);
+  return WEFT_SUCCESS;
+}
+
 /* Makes `c`'s sockets ready for traffic, or frees it. */
 static weft_result_t conn_ready(tcp_transport_t *t, tcp_conn_t *c, conn_t **out) {
   weft_result_t res = WEFT_SUCCESS;
   for (int lane = 0; res == WEFT_SUCCESS && lane < c->nlanes; lane++) {
-    res = net_tune_stream(c->lanes[lane].fd, t->cfg->sockbuf_bytes);
+    res = lane_tune(t, c->lanes[lane].fd);
     if (res == WEFT_SUCCESS) res = net_set_nonblocking(c->lanes[lane].fd, 1);
   }
   if (res != WEFT_SUCCESS) {

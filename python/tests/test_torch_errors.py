@@ -12,7 +12,7 @@ WORLD = 3
 def test_rank_killed_mid_training(tmp_path):
     # The group's timeout (10 s, killed_worker.py) and weft's the same: the survivors must raise
     # within it plus the second at most they wait to hear which rank failed to report (a tenth
-    # of the timeout, README).
+    # of the timeout, docs/torch.md).
     run = Launch("killed_worker.py", WORLD, tmp_path, extra_env={"WEFT_TIMEOUT_MS": "10000"})
     assert run.exit.get(WORLD - 1) == 17, run.describe(WORLD - 1)
     name = "check_survivors_raise_naming_the_dead_rank"

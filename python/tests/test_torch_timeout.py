@@ -33,7 +33,7 @@ def test_torch_timeout_ranks_exit_cleanly(launches, world):
 @pytest.mark.parametrize("timeout_ms, wait_s", [(1000, 0.1), (100, 0.05), (1, 0.05),
                                                 (10000, 1.0), (600000, 3.0), (None, 3.0)])
 def test_wait_for_other_ranks_scales_with_the_timeout(timeout_ms, wait_s):
-    # min(3 s, max(50 ms, timeout / 10)), README; None: no timeout known (weft's default, 30 s).
+    # min(3 s, max(50 ms, timeout / 10)), docs/torch.md; None: no timeout known (default 30 s).
     from weft.torch.process_group import _Causes
 
     assert _Causes.wait_bound_s(timeout_ms) == pytest.approx(wait_s)

@@ -114,6 +114,28 @@ TEST(AllReduceStriped, ThreeSocketsPerPeer) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// Socket buffers smaller than TCP's send staging (WEFT_SHM_SLOTS slices): two ranks sending to
+// each other must not fill both pools and wait on each other until the timeout.
+TEST(AllReduceStriped, SocketBuffersBelowTheSendStaging) {
+  for (int n : {2, 3}) {
+    auto results = mp_run(
+        n,
+        [](int rank, int n, int port) -> std::string {
+          setenv("WEFT_TRANSPORT", "tcp", 1);
+          setenv("WEFT_SOCKET_BUFFER", "65536", 1);  // 32 slots of 64 KiB are 2 MiB
+          setenv("WEFT_TIMEOUT_MS", "10000", 1);
+          weft_comm_t* comm;
+          std::string err = join(rank, n, port, &comm);
+          if (!err.empty()) return err;
+          err = check_all_reduce(comm, WEFT_FLOAT32, WEFT_SUM, (size_t)(4 << 20) + 5, true);
+          weft_comm_destroy(comm);
+          return err;
+        },
+        120000);
+    EXPECT_EQ(mp_summary(results), "") << n << " ranks";
+  }
+}
+
 TEST(AllReduceStriped, SocketCountThatDiffersAcrossRanksIsRefused) {
   auto results = mp_run(
       2,

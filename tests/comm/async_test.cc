@@ -1,6 +1,7 @@
 // async_test.cc -- requests across real processes: many in flight complete in issue order, a
 // blocking call queues behind them, weft_test polls, weft_wait times out and stays valid, the
-// progress thread runs while the caller computes, and a dead peer's error reaches weft_wait.
+// progress thread runs while the caller computes, a dead peer's error reaches weft_wait, and a
+// request still queued when its waiter arrives is run by the waiter, errors included.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@
 
 #include "tests/collectives_mp/rank_body.h"
 #include "tests/harness/mp_harness.h"
+
+// comm/async.c's count of requests their waiter ran itself (internal; the tests link weft
+// statically).
+extern "C" long comm_async_waiter_runs(const weft_comm_t* comm);
 
 namespace {
 
@@ -385,6 +390,103 @@ TEST(Async, AbortFailsTheQueuedOperations) {
         return "";
       },
       60000);
+  EXPECT_EQ(mp_summary(res), "");
+}
+
+// weft_wait(-1) right after issuing finds the request queued and the progress thread idle (it
+// has yet to wake up): the waiter runs it, with the right data, and the count says it did. Waits
+// in the other order (the later request first) leave it to the thread, and still complete.
+TEST(Async, TheWaiterRunsAQueuedRequestItself) {
+  for (int n : {2, 3}) {
+    auto res = mp_run(
+        n,
+        [](int rank, int nr, int port) {
+          return with_comm(rank, nr, port, [&](weft_comm_t* comm) -> std::string {
+            const int kRounds = 200;
+            for (int i = 0; i < kRounds; i++) {
+              std::vector<int32_t> buf((size_t)(1 + i % 64), rank + i);
+              weft_request_t* req;
+              weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_INT32,
+                                                 WEFT_SUM, comm, &req);
+              if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+              if ((r = weft_wait(req, -1)) != WEFT_SUCCESS) return fail(rank, "weft_wait", r);
+              int32_t want = nr * i + nr * (nr - 1) / 2;
+              for (int32_t v : buf)
+                if (v != want)
+                  return "rank " + std::to_string(rank) + ": round " + std::to_string(i) +
+                         ": got " + std::to_string(v) + ", want " + std::to_string(want);
+            }
+            long ran = comm_async_waiter_runs(comm);
+            if (ran < 1)
+              return "rank " + std::to_string(rank) + ": no request of " + std::to_string(kRounds) +
+                     " was run by its waiter";
+            // Two in flight, the second waited on first: it is not first in the queue.
+            std::vector<int32_t> a(10, rank), b(10, 2 * rank);
+            weft_request_t *ra, *rb;
+            weft_result_t r =
+                weft_iall_reduce(a.data(), a.data(), a.size(), WEFT_INT32, WEFT_SUM, comm, &ra);
+            if (r == WEFT_SUCCESS)
+              r = weft_iall_reduce(b.data(), b.data(), b.size(), WEFT_INT32, WEFT_SUM, comm, &rb);
+            if (r != WEFT_SUCCESS) return fail(rank, "two iall_reduces", r);
+            if ((r = weft_wait(rb, -1)) != WEFT_SUCCESS || (r = weft_wait(ra, -1)) != WEFT_SUCCESS)
+              return fail(rank, "waits in reverse order", r);
+            int32_t sa = nr * (nr - 1) / 2;
+            if (a[9] != sa || b[9] != 2 * sa)
+              return "rank " + std::to_string(rank) + ": wrong data";
+            return std::string();
+          });
+        },
+        120000);
+    EXPECT_EQ(mp_summary(res), "") << n << " ranks";
+  }
+}
+
+// A request its waiter runs fails as it would on the progress thread: ranks that disagree on the
+// count both get WEFT_ERR_MISMATCH naming the other rank, from weft_wait. Whether the waiter or
+// the thread gets a request first is a race, so each try uses a fresh duplicate (a mismatch fails
+// the communicator) until a waiter ran its request on one of the ranks.
+TEST(Async, ARequestRunByItsWaiterFailsWithTheMismatch) {
+  auto res = mp_run(
+      2,
+      [](int rank, int n, int port) {
+        return with_comm(rank, n, port, [&](weft_comm_t* comm) -> std::string {
+          std::string last;
+          for (int attempt = 0; attempt < 40; attempt++) {
+            weft_comm_t* dup;
+            weft_result_t r = weft_comm_dup(comm, &dup);
+            if (r != WEFT_SUCCESS) return fail(rank, "dup", r);
+            std::vector<float> buf(11, 1.0f);
+            weft_request_t* req;
+            // A first request that agrees starts the progress thread, which would otherwise
+            // find the mismatching one queued the moment it starts.
+            r = weft_iall_reduce(buf.data(), buf.data(), 1, WEFT_FLOAT32, WEFT_SUM, dup, &req);
+            if (r == WEFT_SUCCESS) r = weft_wait(req, -1);
+            if (r != WEFT_SUCCESS) return fail(rank, "the first request", r);
+            long before = comm_async_waiter_runs(dup);
+            r = weft_iall_reduce(buf.data(), buf.data(), rank == 0 ? 10 : 11, WEFT_FLOAT32,
+                                 WEFT_SUM, dup, &req);
+            if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+            r = weft_wait(req, -1);
+            last = weft_last_error();
+            int flag = comm_async_waiter_runs(dup) == before + 1;
+            weft_comm_abort(dup);
+            if (r != WEFT_ERR_MISMATCH)
+              return "rank " + std::to_string(rank) + ": weft_wait returned " +
+                     weft_result_string(r) + ": " + last;
+            std::string other = "rank " + std::to_string(1 - rank);
+            if (!contains(last, other) || !contains(last, "count"))
+              return "message does not name " + other + " and the count: " + last;
+            // Done once either rank's waiter ran its request; both ranks agree on that.
+            int any = flag;
+            r = weft_all_reduce(&flag, &any, 1, WEFT_INT32, WEFT_MAX, comm, nullptr);
+            if (r != WEFT_SUCCESS) return fail(rank, "agreeing on the outcome", r);
+            if (any) return std::string();
+          }
+          return "rank " + std::to_string(rank) +
+                 ": in 40 tries the progress thread always ran the request first: " + last;
+        });
+      },
+      120000);
   EXPECT_EQ(mp_summary(res), "");
 }
 

@@ -4,10 +4,10 @@
 # every rank that takes part, names each check that failed or never reported, and finds nothing
 # left behind. Passes with SKIP where qemu cannot run.
 #
-#   verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST]
+#   verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST [WEFT_INFO]]
 set -uo pipefail
 
-usage="usage: verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST]"
+usage="usage: verbs_test.sh MAIN_SH VM_CHECKS_SH VM_RANK [IBVERBS_TEST [WEFT_INFO]]"
 script=$(realpath "${1:?$usage}")  # absolute: the test changes directory below
 failures=0
 fail() {
@@ -40,6 +40,11 @@ if [ -n "${4:-}" ]; then
   cp -L "$4" "$stage/ibverbs_test" || exit 1
   ib_test=$stage/ibverbs_test
 fi
+info_bin=""
+if [ -n "${5:-}" ]; then
+  cp -L "$5" "$stage/weft-info" || exit 1
+  info_bin=$stage/weft-info
+fi
 leftovers() {
   ls -A "$own"
   pgrep -f "qemu-system.*weft_run=$own/" 2>/dev/null
@@ -61,12 +66,13 @@ expected=(
   "vanish 0 2"
 )
 [ -n "$ib_test" ] && expected=("transport 0" "${expected[@]}")
+[ -n "$info_bin" ] && expected=("info 0 2" "${expected[@]}")
 
 t0=$EPOCHREALTIME
 # 10 minutes at most, boot included; about 3 on two idle cores.
 cd "$stage" || exit 1  # the ranks' working directory, which must be visible inside too
 out=$(TMPDIR=$own WEFT_JOB_ID=verbs-test "$script" --hosts 2 --ranks-per-host 2 --timeout 600 -- \
-  bash "$checks" "$rank_bin" $ib_test 2>&1)
+  bash "$checks" "$rank_bin" $ib_test $info_bin 2>&1)
 rc=$?
 took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 echo "$out"

@@ -3,7 +3,7 @@
 # scripts/rdma-vm.sh --hosts 2 --ranks-per-host 2 runs every check in turn, each a weft job of
 # some of the four launcher ranks (ranks 0 and 1 on VM 0, 2 and 3 on VM 1).
 #
-#   vm_checks.sh VM_RANK [IBVERBS_TEST]
+#   vm_checks.sh VM_RANK [IBVERBS_TEST [WEFT_INFO]]
 #
 # Per check, each rank taking part prints "ok NAME: ..." or "FAIL NAME: ..." (verbs_test.sh looks
 # for them), and goes on with the next check whatever happened, so that one failure does not hide
@@ -13,6 +13,7 @@
 set -u
 rank_bin=${1:?usage: vm_checks.sh VM_RANK [IBVERBS_TEST]}
 ib_test=${2:-}
+info_bin=${3:-}
 me=$RANK
 base=${MASTER_PORT:-29500}
 port=$base
@@ -102,6 +103,44 @@ if [ "$me" = 0 ] && [ -n "$ib_test" ]; then
   else
     say "ok transport: $(grep -c '^\[       OK \]' "$log") tests ($took s)"
   fi
+fi
+
+# weft-info inside each VM (ranks 0 and 2, one per host): the rdma transport usable, and rxe0's
+# port 1 listed ACTIVE, allowed, as RoCE, with an MTU and at least one GID: what the verbs
+# transport will use, seen the way a user checks a machine.
+if [ -n "$info_bin" ] && [ $((me % 2)) = 0 ]; then
+  t0=$EPOCHREALTIME
+  timeout -s KILL 120 "$info_bin" --json >"$log.info" 2>"$log"
+  rc=$?
+  took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  why=$(python3 - "$log.info" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+rdma = [t for t in d["transports"] if t["name"] == "rdma"]
+assert rdma, "no rdma entry among the transports"
+r = rdma[0]
+assert r["usable"], "rdma not usable: %s" % r.get("why")
+ports = [p for p in r["ports"] if p["device"] == "rxe0" and p["port"] == 1]
+assert ports, "rxe0 port 1 not listed: %s" % r["ports"]
+p = ports[0]
+assert p["active"] and p["allowed_by_WEFT_IB_HCA"], p
+assert p["link_layer"] == "RoCE", p
+assert p["mtu"] >= 1024, p
+assert p["gids"], p
+print("rxe0:1 RoCE mtu %d, %d GIDs" % (p["mtu"], len(p["gids"])))
+PY
+  )
+  prc=$?
+  if [ "$rc" -ne 0 ]; then
+    sed 's/^/  stderr: /' "$log"
+    say "FAIL info: weft-info --json exit status $rc ($took s)"
+  elif [ "$prc" -ne 0 ]; then
+    say "FAIL info: $(tail -1 <<<"$why") ($took s)"
+  else
+    say "ok info: $why ($took s)"
+  fi
+  # The report as a person reads it, for the test's log.
+  [ "$me" = 0 ] && timeout -s KILL 60 "$info_bin" 2>&1 | sed 's/^/  weft-info: /'
 fi
 
 export WEFT_TIMEOUT_MS=60000

@@ -21,6 +21,9 @@ int main(int argc, char **argv) {
   /* The label comes from compare.sh, not WEFT_TRANSPORT: compare.sh greps the binary for that
    * name to learn whether the library reads it, so this driver must not contain it. */
   const char *variant = getenv("PEER_VARIANT");
+  /* PEER_ASYNC=1: each call as weft_iall_reduce and weft_wait(-1), the path of DDP's buckets. */
+  const char *async_env = getenv("PEER_ASYNC");
+  int async = async_env && strcmp(async_env, "1") == 0;
   if (rank == 0) peer_header("weft", variant ? variant : "auto", nranks);
   float *buf = malloc(a.maxbytes), *pristine = malloc(a.maxbytes);
   double *t = malloc(sizeof *t * peer_max_iters(&a));
@@ -32,7 +35,13 @@ int main(int argc, char **argv) {
       memcpy(buf, pristine, bytes); /* in place, refilled outside the timed region */
       CHECK(weft_barrier(comm, NULL));
       double t0 = peer_now_us();
-      CHECK(weft_all_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, NULL));
+      if (async) {
+        weft_request_t *req;
+        CHECK(weft_iall_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, &req));
+        CHECK(weft_wait(req, -1));
+      } else {
+        CHECK(weft_all_reduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm, NULL));
+      }
       if (i >= 0) t[i] = peer_now_us() - t0;
     }
     double wrong = (double)peer_check(buf, count, nranks);

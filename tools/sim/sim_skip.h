@@ -14,7 +14,9 @@
  * shorter, and after which its dependants see a finished op), rounded down to a multiple of the
  * window so that FIFO slots keep their places. Times are compared within 1e-9 of the period:
  * periods round differently. Off in network mode (flows share links, which the signature does
- * not cover) and with a trace (every message is listed). */
+ * not cover) and with a trace (every message is listed). Tree all-reduce at scale has no such
+ * period: its reduction runs ahead of its broadcast on shared ports, and their interleaving does
+ * not repeat (README.md, "Scale", "Trees at scale"). */
 #ifndef WEFT_TOOLS_SIM_SIM_SKIP_H_
 #define WEFT_TOOLS_SIM_SIM_SKIP_H_
 

@@ -1,7 +1,7 @@
 """One rank of test_torch_timeout.py: a group created with timeout=timedelta(seconds=1) in which the
 last rank skips a barrier. The others must raise an error that says "Timed out" (the words torch's
 backends use, which tools match) within the timeout plus weft's short wait for the other ranks'
-reasons (README, "Timeouts"), not seconds later."""
+reasons (docs/torch.md), not seconds later."""
 import datetime
 import os
 import time

@@ -501,7 +501,7 @@ class _Causes:
     adds the first failure that is not REMOTE.
 
     How briefly: wait_bound_s(timeout), a tenth of the timeout in force, at least 50 ms and at
-    most 3 s (README, "Python and PyTorch"). The ranks blocked in the same operation time out
+    most 3 s (docs/torch.md). The ranks blocked in the same operation time out
     within about the skew of their arrival at it, and a rank told by a peer's abort hears of it
     as soon as that peer fails, so a reason that is coming arrives within a store round trip or
     two of this failure (milliseconds: test_torch_timeout at 3 ranks); the wait is only paid in
