@@ -182,7 +182,8 @@ NCCL_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize) {
 /* NCCL 2.30's parameter API (ncclParam*), which NCCL's 2.29 headers do not declare; weft takes
  * its settings from WEFT_* variables and the NCCL_* ones it maps (docs/gpus.md).
  * Refused unread, whatever the arguments. */
-#define NO_PARAMS "weft's settings are environment variables (WEFT_*, and the NCCL_* ones README maps)"
+#define NO_PARAMS \
+  "weft's settings are environment variables (WEFT_*, and the NCCL_* ones docs/gpus.md maps)"
 #define PARAM(name) \
   NCCL_API(ncclResult_t, name, void) { return REFUSE(name, NO_PARAMS); }
 PARAM(ncclParamBind)
