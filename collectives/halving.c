@@ -64,6 +64,20 @@ int halving_fold(halving_t *h, int peer, size_t off, size_t len, int step) {
   return 0;
 }
 
+int halving_fold_out(schedule_t *s, int rank, size_t give, size_t back, int step) {
+  sched_op_t out = {
+      .kind = SCHED_SEND, .peer = rank + 1, .buf = SCHED_SENDBUF, .count = give, .dep = -1};
+  int i = emit(s, out);
+  sched_op_t in = {.kind = SCHED_RECV_COPY,
+                   .peer = rank + 1,
+                   .buf = SCHED_RECVBUF,
+                   .count = back,
+                   .dep = i,
+                   .dep_whole = give != back,
+                   .step = step};
+  return i == EMIT_OOM || emit(s, in) == EMIT_OOM ? -1 : 0;
+}
+
 int halving_run(halving_t *h) {
   int lo = 0, step = 1;
   for (int half = h->q / 2; half >= 1; half /= 2, step++) {

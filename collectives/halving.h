@@ -53,6 +53,12 @@ int halving_run(halving_t *h);
  * whole input); the op waits for the whole of h->op. */
 int halving_fold(halving_t *h, int peer, size_t off, size_t len, int step);
 
+/* A rank folded out of the power of two (virtual rank < 0): sends its `give` input elements to
+ * rank + 1 and receives its `back` result elements into recvbuf at `step`; in place, the
+ * result lands on what was sent, so the receive waits for the send (slice by slice where the
+ * counts match, else whole). Returns 0, or -1 when out of memory. */
+int halving_fold_out(schedule_t *s, int rank, size_t give, size_t back, int step);
+
 /* What one store-and-forward step of m bytes costs on model `c` (the cost functions add them
  * up): it starts once the step before is complete and moves its slices through one port each
  * way, back to back. A reducing step of `ops` equal ops (ceil(m/ops/S) slices each) ends when

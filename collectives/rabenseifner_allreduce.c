@@ -100,16 +100,7 @@ weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a)
   int last = 2 * fold_log2(h.q) + 1, half = h.q / 2;
   if (h.v < 0) {
     /* Folded out: hand the input over; in place, the result lands on what was sent. */
-    sched_op_t give = {
-        .kind = SCHED_SEND, .peer = rank + 1, .buf = SCHED_SENDBUF, .count = n, .dep = -1};
-    int i = emit(s, give);
-    sched_op_t back = {.kind = SCHED_RECV_COPY,
-                       .peer = rank + 1,
-                       .buf = SCHED_RECVBUF,
-                       .count = n,
-                       .dep = i,
-                       .step = last};
-    if (i == EMIT_OOM || emit(s, back) == EMIT_OOM) goto oom;
+    if (halving_fold_out(s, rank, n, n, last)) goto oom;
     return WEFT_SUCCESS;
   }
   /* Partial sums go to scratch, only the finished chunk to recvbuf, so that the gathering's

@@ -68,17 +68,7 @@ weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_
   int last = fold_log2(h.q) + 1;
   if (h.v < 0) {
     /* Folded out: hand all blocks over, get block `rank` back (in place, onto what was sent). */
-    sched_op_t give = {
-        .kind = SCHED_SEND, .peer = rank + 1, .buf = SCHED_SENDBUF, .count = p * n, .dep = -1};
-    int i = emit(s, give);
-    sched_op_t back = {.kind = SCHED_RECV_COPY,
-                       .peer = rank + 1,
-                       .buf = SCHED_RECVBUF,
-                       .count = n,
-                       .dep = i,
-                       .dep_whole = 1,
-                       .step = last};
-    if (i == EMIT_OOM || emit(s, back) == EMIT_OOM) goto oom;
+    if (halving_fold_out(s, rank, (size_t)p * n, n, last)) goto oom;
     return WEFT_SUCCESS;
   }
   int folded = rank < 2 * h.rem;
