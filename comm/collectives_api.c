@@ -256,14 +256,14 @@ static weft_result_t choose(weft_comm_t *c, const weft_call_t *k, const call_sha
   if (bytes_out) *bytes_out = bytes;
   const cost_model_t *m = model_for(c, device);
   struct weft_comm_choice *last = cached ? &c->last_choice[k->coll] : NULL;
-  if (last && last->valid && last->coll == k->coll && last->per_call == k->algo &&
+  if (last && last->valid && last->per_call == k->algo &&
       last->device == device && last->bytes == bytes && memcmp(&last->model, m, sizeof *m) == 0) {
     *algo = last->entry;
     return WEFT_SUCCESS;
   }
   algo_topo_t topo = {c->node_of, c->nnodes, c->config.hierarchy};
   WEFT_CHECK(algo_choose(k->coll, k->algo, &c->algo_policy, m, c->nranks, bytes, &topo, algo));
-  if (last) *last = (struct weft_comm_choice){1, device, k->coll, k->algo, bytes, *m, *algo};
+  if (last) *last = (struct weft_comm_choice){1, device, k->algo, bytes, *m, *algo};
   return WEFT_SUCCESS;
 }
 

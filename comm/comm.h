@@ -71,7 +71,6 @@ struct weft_comm {
    * a small call's instructions). The policy and topology do not change after init. */
   struct weft_comm_choice {
     int valid, device;
-    weft_coll_t coll;
     weft_algo_t per_call;
     double bytes;
     cost_model_t model;
