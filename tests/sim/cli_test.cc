@@ -113,9 +113,25 @@ TEST(CliTest, Replay) {
   EXPECT_EQ(Parse({}).o.model.replay, SIM_REPLAY_AUTO);
   EXPECT_EQ(Parse({"--replay", "full"}).o.model.replay, SIM_REPLAY_FULL);
   EXPECT_EQ(Parse({"--replay=auto"}).o.model.replay, SIM_REPLAY_AUTO);
+  EXPECT_EQ(Parse({"--replay", "estimate"}).o.model.replay, SIM_REPLAY_ESTIMATE);
   Parsed p = Parse({"--replay", "half"});
   EXPECT_EQ(p.rc, SIMCLI_ERROR);
-  EXPECT_NE(p.err.find("--replay: unknown replay 'half' (full auto)"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("--replay: unknown replay 'half' (full auto estimate)"), std::string::npos)
+      << p.err;
+}
+
+// --estimate-slices (K of the estimate, default 128) and -j (rows at once; 0: the cores online).
+TEST(CliTest, EstimateSlicesAndJobs) {
+  Parsed d = Parse({});
+  EXPECT_EQ(d.o.model.estimate_slices, 128);
+  EXPECT_EQ(d.o.jobs, 0);
+  Parsed p = Parse({"--estimate-slices", "32", "-j", "3"});
+  ASSERT_EQ(p.rc, SIMCLI_OK) << p.err;
+  EXPECT_EQ(p.o.model.estimate_slices, 32);
+  EXPECT_EQ(p.o.jobs, 3);
+  EXPECT_EQ(Parse({"--jobs=2"}).o.jobs, 2);
+  EXPECT_EQ(Parse({"-j", "0"}).rc, SIMCLI_ERROR);
+  EXPECT_EQ(Parse({"--estimate-slices", "0"}).rc, SIMCLI_ERROR);
 }
 
 TEST(CliTest, InterNodeValuesDefaultToIntraNode) {

@@ -42,4 +42,23 @@ off=$("$sim" -C all_reduce -A recursive_doubling -p 8 -b 4M -e 4M --slice 4K --s
   fail "--skip off: $off"
 [ "$on" == "$off" ] || fail "--skip on and off differ: $on / $off"
 "$sim" --help | grep -q -- "--skip on|off" || fail "--help does not list --skip"
+# -j: rows run on worker threads print what one thread prints, in the same order; a failed row
+# stops the run with its message, after the rows before it.
+args=(-C all_reduce -A all -p 12 -b 1K -e 16M -f 4 --slice 16K)
+one=$("$sim" "${args[@]}" -j 1) || fail "-j 1: $one"
+four=$("$sim" "${args[@]}" -j 4) || fail "-j 4: $four"
+[ "$one" == "$four" ] || fail "-j 4 differs from -j 1: $four vs $one"
+out=$("$sim" -j 0 2>&1)
+[ $? -eq 2 ] || fail "-j 0 should exit 2: $out"
+# --replay estimate: a long tree is marked as estimated under its row; a symmetric ring is not,
+# and prints what auto prints.
+est=$("$sim" -C all_reduce -A tree -p 16 -b 64K -e 16M -f 16 --slice 4K --replay estimate \
+      --estimate-slices 32) || fail "--replay estimate: $est"
+marks=$(grep -c '^#   ^ estimated from replays of 131072 and 262144 bytes' <<<"$est")
+[ "$marks" -eq 2 ] || fail "expected 2 estimated rows (1 MiB, 16 MiB), got $marks: $est"
+auto=$("$sim" -C all_reduce -A ring -p 16 -b 64K -e 16M -f 16 --slice 4K) || fail "ring: $auto"
+est=$("$sim" -C all_reduce -A ring -p 16 -b 64K -e 16M -f 16 --slice 4K --replay estimate \
+      --estimate-slices 32) || fail "ring estimate: $est"
+[ "$auto" == "$est" ] || fail "a symmetric ring was estimated: $est vs $auto"
+"$sim" --help | grep -q -- "--replay full|auto|estimate" || fail "--help does not list estimate"
 echo PASS

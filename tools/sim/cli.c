@@ -22,7 +22,7 @@ typedef enum {
   K_SECONDS,
   K_NO_HEADER,
   K_TRACE,
-  K_REPLAY, /* full | auto: one rank per symmetry class where the call has one */
+  K_REPLAY, /* full | auto | estimate (sim.h's sim_replay_t) */
   K_PATH,
   K_TRANSPORT,
   K_HELP,
@@ -70,6 +70,8 @@ static const opt_t options[] = {
     {0, "rank-order", K_RANK_ORDER, 0, 0, 0},
     {0, "algo-file", K_PATH, AT(algo_file), 0, 0},
     {0, "skip", K_SKIP, AT(model.skip), 0, 0},
+    {0, "estimate-slices", K_INT, AT(model.estimate_slices), 1, 1 << 24},
+    {'j', "jobs", K_INT, AT(jobs), 1, 256},
     {'h', "help", K_HELP, 0, 0, 0},
 };
 
@@ -209,11 +211,13 @@ static int set(simcli_t *o, const opt_t *opt, const char *flag, const char *v, c
       o->trace = 1;
       break;
     case K_REPLAY:
-      if (strcmp(v, "full") == 0 || strcmp(v, "auto") == 0) {
-        o->model.replay = v[0] == 'f' ? SIM_REPLAY_FULL : SIM_REPLAY_AUTO;
+      if (strcmp(v, "full") == 0 || strcmp(v, "auto") == 0 || strcmp(v, "estimate") == 0) {
+        o->model.replay = v[0] == 'f'   ? SIM_REPLAY_FULL
+                          : v[0] == 'a' ? SIM_REPLAY_AUTO
+                                        : SIM_REPLAY_ESTIMATE;
         break;
       }
-      snprintf(err, errlen, "%s: unknown replay '%s' (full auto)", flag, v);
+      snprintf(err, errlen, "%s: unknown replay '%s' (full auto estimate)", flag, v);
       return SIMCLI_ERROR;
     case K_SKIP:
       if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
@@ -372,7 +376,8 @@ void simcli_usage(FILE *out) {
       "                [--inter-beta s/B] [--beta-mem s/B] [--slice bytes] [--window n]\n"
       "                [--transport tcp|shm|cuda_ipc|staged|rdma] [--no-header] [--trace]\n"
       "                [--topology file] [--net key=value] [--rank-order file]\n"
-      "                [--algo-file program.xml] [--replay full|auto] [--skip on|off]\n"
+      "                [--algo-file program.xml] [--replay full|auto|estimate]\n"
+      "                [--estimate-slices K] [--skip on|off] [-j jobs]\n"
       "Predicts each size's time on the alpha-beta-gamma model by simulating every rank's\n"
       "schedule (tools/sim/README.md). Defaults: all_reduce, all algorithms, 8 ranks on one\n"
       "node, 32M, float; alpha 30e-6, beta 1/1.5e9, gamma 1/4e9 (the library's), slice 64K,\n"
@@ -385,8 +390,12 @@ void simcli_usage(FILE *out) {
       "(-C and -p are taken from it). --replay auto (the default) replays one rank per\n"
       "symmetry class where every rank's schedule is its representative's with peers\n"
       "rotated or XORed, with the full replay's result (not with --trace or a topology);\n"
-      "--replay full replays every rank. --skip off replays every slice; on (the default)\n"
-      "jumps over the periodic middle of long pipelines, exact up to rounding (README.md,\n"
-      "\"Scale\"); it is off in network mode and with --trace.\n",
+      "--replay full replays every rank. --replay estimate is auto, except that a call\n"
+      "without a symmetry whose ops have more than 2K slices (K = --estimate-slices, 128)\n"
+      "is replayed shortened to K and 2K slices and extrapolated: not exact, marked by a\n"
+      "comment under its row (README.md, \"Estimated replay\"). --skip off replays every\n"
+      "slice; on (the default) jumps over the periodic middle of long pipelines, exact up to\n"
+      "rounding (README.md, \"Scale\"); it is off in network mode and with --trace.\n"
+      "-j runs that many rows at once (default: the cores online; 1 with --trace).\n",
       out);
 }

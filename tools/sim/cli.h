@@ -30,6 +30,7 @@ typedef struct {
   topo_t topo;        /* --topology, --net, --rank-order; model.topo points here when given */
   int has_topo;
   char algo_file[512]; /* --algo-file: an MSCCL program run instead of the table's algorithms */
+  int jobs;            /* -j: rows simulated at once; 0: the cores online */
 } simcli_t;
 
 enum { SIMCLI_OK = 0, SIMCLI_HELP = 1, SIMCLI_ERROR = 2 };

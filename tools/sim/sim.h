@@ -78,12 +78,24 @@ typedef struct {
   const struct topo *topo;        /* network mode (topology.h); NULL: the two ports per rank */
   int replay;                     /* sim_replay_t: sim_run's choice; sim_run_schedules: full */
   int skip; /* jump over periodic stretches of long ops (sim_skip.h); 0: replay every slice */
+  /* SIM_REPLAY_ESTIMATE: a call whose ops run past 2 x estimate_slices slices is estimated from
+   * replays of estimate_slices and 2 x estimate_slices (sim_estimate.c). */
+  int estimate_slices;
+  /* The short replays' results, kept for the calls that share them (sizes of a sweep with the
+   * same remainder replay the same two calls); NULL: none. Thread-safe; holds results of this
+   * model only: a cache must not be shared by models that differ. */
+  struct sim_estimate_cache *estimate_cache;
 } sim_model_t;
 
 /* SIM_REPLAY_AUTO replays one rank per symmetry class where the call has a symmetry
  * (sim_symmetry.h) and nothing tells the ranks apart: not in network mode, not with a trace.
- * The result is the full replay's, bit for bit (README.md, "Scale"). */
-typedef enum { SIM_REPLAY_FULL = 0, SIM_REPLAY_AUTO = 1 } sim_replay_t;
+ * The result is the full replay's, bit for bit (README.md, "Scale").
+ * SIM_REPLAY_ESTIMATE is AUTO, except that a call without a symmetry whose pipelines are long
+ * (more than 2 x estimate_slices slices an op) is not replayed whole: it is replayed twice,
+ * shortened to estimate_slices and 2 x estimate_slices slices, and its time extrapolated along
+ * the line through the two (sim_result_t.estimated says so). Not exact: README.md, "Estimated
+ * replay", has the errors measured against the full replay. */
+typedef enum { SIM_REPLAY_FULL = 0, SIM_REPLAY_AUTO = 1, SIM_REPLAY_ESTIMATE = 2 } sim_replay_t;
 
 /* weft-sim's defaults: a loopback-like alpha, beta, gamma (the library's per-transport ones are
  * --transport's, collectives/cost_constants.c), config.c's slice and window; one node, headers
@@ -110,6 +122,10 @@ typedef struct {
   int replayed;    /* ranks the engine replayed: fewer than the call's in a symmetric replay */
   /* Periodic stretches jumped over (sim_skip.h), and the messages in them (counted above). */
   long skip_jumps, skipped_messages;
+  /* SIM_REPLAY_ESTIMATE: 1 when time, messages and bytes were extrapolated from replays of the
+   * call shortened to estimated_from[0] and estimated_from[1] elements (sim_call_t.count). */
+  int estimated;
+  size_t estimated_from[2];
 } sim_result_t;
 
 /* Called for every message once it has been handed over (for traces and tests). */
@@ -128,6 +144,10 @@ weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn
 weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
                                 const schedule_t *scheds, sim_trace_fn trace, void *trace_arg,
                                 sim_result_t *out);
+
+/* A cache for sim_model_t.estimate_cache (SIM_REPLAY_ESTIMATE). NULL when out of memory. */
+struct sim_estimate_cache *sim_estimate_cache_create(void);
+void sim_estimate_cache_free(struct sim_estimate_cache *c);
 
 /* Seconds one message of `bytes` takes from rank `from` to rank `to`. */
 double sim_link_time(const sim_model_t *m, int from, int to, double bytes);

@@ -28,6 +28,8 @@ void sim_model_defaults(sim_model_t *m) {
   m->topo = NULL;
   m->replay = SIM_REPLAY_FULL;
   m->skip = 1;
+  m->estimate_slices = 128;
+  m->estimate_cache = NULL;
 }
 
 int sim_same_node(const sim_model_t *m, int a, int b) {

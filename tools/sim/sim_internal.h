@@ -187,6 +187,13 @@ weft_result_t sim_world_borrow(sim_world_t *w, const sim_model_t *m, int nranks,
                                const schedule_t *scheds);
 void sim_world_free(sim_world_t *w);
 
+/* SIM_REPLAY_ESTIMATE (sim_estimate.c): the elements a built world's call loses per slice
+ * removed from every op (0: none), whether a call that long is estimated, and the estimate. */
+size_t sim_estimate_quantum(const sim_world_t *w, const sim_call_t *call);
+int sim_estimate_applies(const sim_model_t *m, const sim_call_t *call, size_t quantum);
+weft_result_t sim_estimate_run(const sim_model_t *m, const sim_call_t *call, size_t quantum,
+                               sim_result_t *out);
+
 int sim_same_node(const sim_model_t *m, int a, int b);
 
 /* Slices of op `oi` of `r` whose dependencies let them start (sim_run.c's rule). */

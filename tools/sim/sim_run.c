@@ -617,7 +617,8 @@ weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn
   int found = 0, tie = 0;
   /* One rank per symmetry class where the call has a symmetry; a tie the representatives may
    * break otherwise than the full replay sends the call to the full replay. */
-  if (m->replay == SIM_REPLAY_AUTO && !m->topo && !trace) {
+  int exact_only = m->topo || trace;
+  if (m->replay != SIM_REPLAY_FULL && !exact_only) {
     weft_result_t res = sim_world_build_symmetric(&w, m, call, &found);
     if (res != WEFT_SUCCESS || found) {
       res = finish(&w, res, trace, trace_arg, out, &tie);
@@ -625,6 +626,12 @@ weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn
     }
   }
   weft_result_t res = sim_world_build(&w, m, call);
+  /* No symmetry: a long pipeline may be estimated instead, where the caller asked for it. */
+  size_t quantum = res == WEFT_SUCCESS && !exact_only ? sim_estimate_quantum(&w, call) : 0;
+  if (sim_estimate_applies(m, call, quantum)) {
+    sim_world_free(&w);
+    return sim_estimate_run(m, call, quantum, out);
+  }
   return finish(&w, res, trace, trace_arg, out, &tie);
 }
 
