@@ -104,6 +104,18 @@ TEST(Estimate, OnlyLongCallsWithoutASymmetry) {
   EXPECT_EQ(Simulate(Model(SIM_REPLAY_ESTIMATE, 17), tree).estimated, 0);  // 33 <= 2 x 17
 }
 
+// K is --estimate-slices up to 2^19 / p ranks, then 2^19 / p, never under 16.
+TEST(Estimate, FewerSlicesAtManyRanks) {
+  sim_model_t m = Model(SIM_REPLAY_ESTIMATE, 128);
+  EXPECT_EQ(sim_estimate_slices(&m, 8), 128u);
+  EXPECT_EQ(sim_estimate_slices(&m, 4096), 128u);
+  EXPECT_EQ(sim_estimate_slices(&m, 8192), 64u);
+  EXPECT_EQ(sim_estimate_slices(&m, 16384), 32u);
+  EXPECT_EQ(sim_estimate_slices(&m, 1 << 20), 16u);
+  m.estimate_slices = 8;
+  EXPECT_EQ(sim_estimate_slices(&m, 1 << 20), 8u);  // asked for fewer: fewer
+}
+
 // The shortened calls keep the call's remainder: whole quanta are taken away, so a double tree's
 // halves (2 slices a quantum) keep their last, partial slices.
 TEST(Estimate, ShortenedByWholeQuanta) {

@@ -78,8 +78,8 @@ typedef struct {
   const struct topo *topo;        /* network mode (topology.h); NULL: the two ports per rank */
   int replay;                     /* sim_replay_t: sim_run's choice; sim_run_schedules: full */
   int skip; /* jump over periodic stretches of long ops (sim_skip.h); 0: replay every slice */
-  /* SIM_REPLAY_ESTIMATE: a call whose ops run past 2 x estimate_slices slices is estimated from
-   * replays of estimate_slices and 2 x estimate_slices (sim_estimate.c). */
+  /* SIM_REPLAY_ESTIMATE: a call whose ops run past 2K slices is estimated from replays of K and
+   * 2K slices, K = sim_estimate_slices: estimate_slices, fewer at many ranks (sim_estimate.c). */
   int estimate_slices;
   /* The short replays' results, kept for the calls that share them (sizes of a sweep with the
    * same remainder replay the same two calls); NULL: none. Thread-safe; holds results of this
@@ -91,8 +91,8 @@ typedef struct {
  * (sim_symmetry.h) and nothing tells the ranks apart: not in network mode, not with a trace.
  * The result is the full replay's, bit for bit (README.md, "Scale").
  * SIM_REPLAY_ESTIMATE is AUTO, except that a call without a symmetry whose pipelines are long
- * (more than 2 x estimate_slices slices an op) is not replayed whole: it is replayed twice,
- * shortened to estimate_slices and 2 x estimate_slices slices, and its time extrapolated along
+ * (more than 2K slices an op, K = sim_estimate_slices) is not replayed whole: it is replayed
+ * twice, shortened to K and 2K slices, and its time extrapolated along
  * the line through the two (sim_result_t.estimated says so). Not exact: README.md, "Estimated
  * replay", has the errors measured against the full replay. */
 typedef enum { SIM_REPLAY_FULL = 0, SIM_REPLAY_AUTO = 1, SIM_REPLAY_ESTIMATE = 2 } sim_replay_t;
@@ -144,6 +144,12 @@ weft_result_t sim_run(const sim_model_t *m, const sim_call_t *call, sim_trace_fn
 weft_result_t sim_run_schedules(const sim_model_t *m, int nranks, size_t esize,
                                 const schedule_t *scheds, sim_trace_fn trace, void *trace_arg,
                                 sim_result_t *out);
+
+/* K of SIM_REPLAY_ESTIMATE at nranks: estimate_slices, or fewer at many ranks, where a replayed
+ * slice costs an event per rank and more (the replay's state outgrows the caches): K x nranks at
+ * most 2^19, and never under 16, a few times a tree's fill even at a million ranks (about
+ * 2 log2 p slices). */
+size_t sim_estimate_slices(const sim_model_t *m, int nranks);
 
 /* A cache for sim_model_t.estimate_cache (SIM_REPLAY_ESTIMATE). NULL when out of memory. */
 struct sim_estimate_cache *sim_estimate_cache_create(void);

@@ -9,9 +9,9 @@
  * How: the largest op of the call cuts its count into `parts` (a tree's whole buffer: 1, a double
  * tree's halves: 2, a ring's chunks: p), so a quantum of parts x slice elements takes one whole
  * slice from every op that spans a part and leaves each op's last, partial slice as it was. The
- * call is replayed with all but K and all but 2K quanta removed (K = estimate_slices), and time,
- * messages and bytes are taken on the straight line through the two, at the call's count. Past
- * the pipeline's fill every added slice costs one period of the busiest resource; the line's
+ * call is replayed with all but K and all but 2K quanta removed (K: sim_estimate_slices), and
+ * time, messages and bytes are taken on the straight line through the two, at the call's count.
+ * Past the pipeline's fill every added slice costs one period of the busiest resource; the line's
  * error is how much that period wanders beyond the first 2K slices, measured in README.md. */
 #include <math.h>
 #include <pthread.h>
@@ -85,16 +85,23 @@ size_t sim_estimate_quantum(const sim_world_t *w, const sim_call_t *call) {
   return parts * w->slice_elems;
 }
 
+size_t sim_estimate_slices(const sim_model_t *m, int nranks) {
+  size_t k = m->estimate_slices > 0 ? (size_t)m->estimate_slices : 0;
+  size_t fit = nranks > 0 ? ((size_t)1 << 19) / (size_t)nranks : k;
+  if (fit < k) k = fit < 16 ? 16 : fit;
+  return k < (size_t)m->estimate_slices ? k : (size_t)m->estimate_slices;
+}
+
 int sim_estimate_applies(const sim_model_t *m, const sim_call_t *call, size_t quantum) {
   if (m->replay != SIM_REPLAY_ESTIMATE || m->estimate_slices <= 0 || quantum == 0) return 0;
-  return call->count / quantum > 2 * (size_t)m->estimate_slices;
+  return call->count / quantum > 2 * sim_estimate_slices(m, call->nranks);
 }
 
 static double along(double y1, double y2, double x) { return y2 + (y2 - y1) * x; }
 
 weft_result_t sim_estimate_run(const sim_model_t *m, const sim_call_t *call, size_t quantum,
                                sim_result_t *out) {
-  size_t k = call->count / quantum, K = (size_t)m->estimate_slices;
+  size_t k = call->count / quantum, K = sim_estimate_slices(m, call->nranks);
   /* The call has no symmetry (the caller tried): the short replays go straight to the full one. */
   sim_model_t sm = *m;
   sm.replay = SIM_REPLAY_FULL;
