@@ -257,6 +257,20 @@ static weft_result_t shm_connect_any(transport_t *base, int peer, const void *pe
   return WEFT_SUCCESS;
 }
 
+/* Tells the sender which incoming slots posted plain receives will take: only those are worth
+ * describing. A receive that reduces from the slot (in place) reads it once either way, and a
+ * described slot nobody has posted for yet would hold the sender's message open (and its
+ * executor's window) until we get to it. */
+static void publish_plain(shm_conn_t *c) {
+  if (atomic_load_explicit(&c->seg.can_read[c->side], memory_order_relaxed) != SHM_CMA_YES) return;
+  size_t slot = c->seg.slot_bytes;
+  uint64_t end = c->rcur;
+  for (const xfer_part_t *p = c->recv_head; p && p->ptr; p = p->next)
+    end += (p->left + slot - 1) / slot;
+  if (end > atomic_load_explicit(&c->in->plain_end, memory_order_relaxed))
+    atomic_store_explicit(&c->in->plain_end, end, memory_order_relaxed);
+}
+
 /* Queues one message; ptr NULL marks an in-place receive. */
 static void post(shm_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
   if (is_send)
@@ -271,7 +285,9 @@ static weft_result_t shm_post_send(conn_t *base, const void *buf, size_t len, xf
 }
 
 static weft_result_t shm_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
-  post((shm_conn_t *)base, buf, len, x, 0);
+  shm_conn_t *c = (shm_conn_t *)base;
+  post(c, buf, len, x, 0);
+  publish_plain(c);
   return WEFT_SUCCESS;
 }
 
@@ -351,6 +367,7 @@ static weft_result_t shm_release_recv(conn_t *base, xfer_t *x) {
 /* Whether an outgoing slot of k bytes of `x` goes described: the peer said it can read us. */
 static int describe(const shm_conn_t *c, const xfer_t *x, size_t k) {
   return c->single_copy && k >= c->single_copy && !x->device &&
+         c->head < atomic_load_explicit(&c->out->plain_end, memory_order_relaxed) &&
          atomic_load_explicit(&c->seg.can_read[1 - c->side], memory_order_relaxed) == SHM_CMA_YES;
 }
 
@@ -358,6 +375,8 @@ static int describe(const shm_conn_t *c, const xfer_t *x, size_t k) {
 static int slot_done(uint32_t mode) {
   return mode == SHM_SLOT_BYTES || mode == SHM_SLOT_READ || mode == SHM_SLOT_COPIED;
 }
+
+static void advance_acks(shm_conn_t *c, int *progressed);
 
 static void send_progress(shm_conn_t *c, int *progressed) {
   uint64_t n = (uint64_t)c->seg.nslots;
@@ -389,6 +408,9 @@ static void send_progress(shm_conn_t *c, int *progressed) {
     /* Its buffer is still read from: it completes once every slot up to head is done with. */
     xfer_t *x = p->owner;
     xfer_queue_pop(&c->send_head, &c->send_tail);
+    /* Entries already acknowledged may still sit in acks (tail moved since it was emptied):
+     * the unacknowledged ones end at distinct slots in (tail, head], so this makes room. */
+    if (c->ack_count == c->seg.nslots) advance_acks(c, progressed);
     c->acks[(c->ack_first + c->ack_count++) % c->seg.nslots] = (shm_ack_t){x, c->head};
     c->described = 0;
   }
@@ -519,6 +541,7 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
     if (!p->ptr) { /* in place: the slot stays taken until release_recv */
       p->owner->data = data + i * slot;
       xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+      publish_plain(c);
       continue;
     }
     if (where == 2) memcpy(p->ptr, data + i * slot, k);
@@ -526,7 +549,10 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
     p->left -= k;
     c->freed[i] = 1;
     free_slots(c);
-    if (p->left == 0) xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+    if (p->left == 0) {
+      xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+      publish_plain(c); /* plain receives behind an in-place one are at the front now */
+    }
   }
   return WEFT_SUCCESS;
 }

@@ -30,6 +30,9 @@ typedef struct {
 typedef struct {
   _Alignas(64) _Atomic uint64_t head; /* slots the sender filled (stored with release) */
   _Alignas(64) _Atomic uint64_t tail; /* slots the receiver freed (stored with release) */
+  /* Written by the receiver too: every slot before it goes to a plain receive it posted already
+   * (one that copies into its own buffer), so the sender may describe them (shm.c). */
+  _Atomic uint64_t plain_end;
 } shm_ring_ctl_t;
 
 enum { SHM_OPEN = 0, SHM_CLOSED = 1, SHM_ABORTED = 2 };
