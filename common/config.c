@@ -87,10 +87,13 @@ static const knob_t knobs[] = {
     {"WEFT_SHM_SLOTS", "32", KNOB_INT, 2, 1024, KNOB_AT(shm_slots),
      "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection (also TCP's "
      "send staging slots; rings move half that many slices per chunk per round)"},
-    /* See docs/tuning.md and results/2026-11-28-shm-single-copy for the measurements. */
-    {"WEFT_SHM_SINGLE_COPY_BYTES", "65536", KNOB_SIZE, 0, 1LL << 40, KNOB_AT(shm_single_copy_bytes),
-     "shm messages of at least this many bytes are read by the receiver straight from the "
-     "sender's buffer (process_vm_readv: one copy instead of two); 0: never"},
+    /* One default slice: process_vm_readv in 64 KiB pieces moved bytes as fast as memcpy on the
+     * development host (4.2-4.3 GB/s, 256 MiB in all), in 16 KiB pieces 3.5-3.8, in 4 KiB 1.1-2.3
+     * (results/2026-11-28-shm-single-copy). */
+    {"WEFT_SHM_SINGLE_COPY_BYTES", "65536", KNOB_SIZE, 0, 1LL << 40,
+     KNOB_AT(shm_single_copy_bytes),
+     "shm slots of at least this many bytes that a plain receive takes are read straight from "
+     "the sender's buffer (process_vm_readv: one copy instead of two); 0: never"},
     /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
      * polled): on an H100, 2 ranks over CUDA IPC, all-reduce busbw at 256 MiB was 0.88 GB/s in
      * 64 KiB slices and 46 in 8 slots of 4 MiB; 4 ranks 0.44 and 24 (4 slots of 4 MiB: 16 and

@@ -12,8 +12,11 @@
  *
  * Single copy: a slot of at least WEFT_SHM_SINGLE_COPY_BYTES may instead carry where the bytes lie
  * in the sender's memory (mode DESC, shm_ring.h); the receiver reads them with process_vm_readv
- * straight into its buffer (a plain receive) or into the slot (an in-place one, which a reduction
- * then reads warm from cache), so each byte is copied once instead of twice. The sender's message
+ * straight into its buffer, so each byte is copied once instead of twice. Only slots that a plain
+ * receive already posted will take are described (the receiver publishes how far those reach,
+ * plain_end): an in-place receive reads the slot once either way, and a slot nobody reads yet
+ * would hold the sender's message open. (An in-place receive or a peek that meets a described
+ * slot all the same reads it into the slot.) The sender's message
  * completes only once every such slot is READ or COPIED: until then its buffer must stay as it
  * was, as the transport contract already asks of a posted send. Lent slots (fused steps) are
  * written in place and never described. Each slot is claimed by compare-and-swap, so the sender
