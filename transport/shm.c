@@ -20,8 +20,9 @@
  * completes only once every such slot is READ or COPIED: until then its buffer must stay as it
  * was, as the transport contract already asks of a posted send. Lent slots (fused steps) are
  * written in place and never described. Each slot is claimed by compare-and-swap, so the sender
- * can take a described slot back and copy it itself: it does so before its wait would sleep (so
- * no schedule waits on a peer's read any more than the slot path waits on a peer's receive), when
+ * can take a described slot back and copy it itself: it does so when its wait has given the peer
+ * TAKE_BACK_US to claim it (so no schedule waits on a peer's read any more than the slot path
+ * waits on a peer's receive, and a descheduled peer costs no more than the slot path), when
  * the peer closed, when this side closes, and when the peer's read was refused (ASK). Whether a
  * side describes at all is decided per connection at connect: each side probes a known word of
  * the other with process_vm_readv and publishes the outcome (can_read); a refusal leaves that
@@ -50,6 +51,8 @@
 #include "transport/xfer_queue.h"
 
 #define ADDR_MAGIC 0x57534841u /* "WSHA" */
+/* How long a wait gives the peer to claim our described slots before we copy them (shm_wait). */
+#define TAKE_BACK_US 20
 
 /* What each rank publishes: its pid names its segments and tells whether it is alive; probe is
  * the address of a word holding probe_word(), which peers read to test process_vm_readv. */
@@ -624,14 +627,21 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
    * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. */
   const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
-  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
-  /* Before sleeping, stop waiting on peers' reads: a peer may only read once we move on. */
+  /* Described slots the peer has not claimed within TAKE_BACK_US are copied by us after all: a
+   * peer that runs now claims a slot within microseconds of head moving, while one that is
+   * descheduled (more ranks than cores) or busy elsewhere would hold our message, and with it our
+   * executor's window, for its whole absence; a peer that reads only once we move on would never
+   * read it. So the single copy happens where both sides run at once, and costs nothing where
+   * they do not. */
+  int64_t grace_us = budget_us < TAKE_BACK_US ? budget_us : TAKE_BACK_US;
+  if (shm_spin_until_ready(conns, n, any_ready, grace_us)) return WEFT_SUCCESS;
   int took = 0;
   for (int i = 0; i < n; i++) {
     shm_conn_t *c = (shm_conn_t *)conns[i];
     if (acks_pending(c)) took += take_back(c, 1);
   }
   if (took) return WEFT_SUCCESS;
+  if (shm_spin_until_ready(conns, n, any_ready, budget_us - grace_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);
