@@ -95,10 +95,10 @@ typedef struct {
   unsigned char *freed; /* per incoming slot: received and done with, not yet behind tail */
   int bad_len;          /* the next incoming slot's length was wrong when last looked at */
   xfer_part_t *send_head, *send_tail, *recv_head, *recv_tail;
-  size_t single_copy;   /* describe slots of at least this many bytes; 0: never */
-  int described;        /* the message being sent has a described slot */
-  uint64_t acked;       /* every outgoing slot before this no longer needs our buffers */
-  shm_ack_t *acks;      /* nslots entries: messages waiting for `acked`, oldest first */
+  size_t single_copy; /* describe slots of at least this many bytes; 0: never */
+  int described;      /* the message being sent has a described slot */
+  uint64_t acked;     /* every outgoing slot before this no longer needs our buffers */
+  shm_ack_t *acks;    /* nslots entries: messages waiting for `acked`, oldest first */
   int ack_first, ack_count;
 } shm_conn_t;
 

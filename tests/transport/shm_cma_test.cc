@@ -179,14 +179,14 @@ OneResult RunOne(Refuse refuse) {
         std::string log = ReadFile(path);
         size_t at = log.find("process_vm_readv");
         if (at == std::string::npos) return "OK no debug line";
-        return "OK " + log.substr(log.rfind('\n', at) + 1, log.find('\n', at) - log.rfind('\n', at) - 1);
+        return "OK " +
+               log.substr(log.rfind('\n', at) + 1, log.find('\n', at) - log.rfind('\n', at) - 1);
       },
       60000);
   OneResult r;
   r.early = results.size() == 2 && results[0].message == "OK early";
   for (auto& res : results)
-    if (res.message.rfind("OK", 0) != 0 || !res.exited)
-      r.summary += res.message + "; ";
+    if (res.message.rfind("OK", 0) != 0 || !res.exited) r.summary += res.message + "; ";
   if (results.size() == 2) r.debug_line = results[1].message;
   EXPECT_EQ(Leftovers(id), "");
   return r;
@@ -309,7 +309,8 @@ TEST_P(ShmSingleCopyStreams, InOrderBothWays) {
           return s;
         };
         int peer = 1 - rank;
-        if (err.empty()) err = Drive(x.conns[peer], dev, rank, script(rank), script(peer), k.w, 60000);
+        if (err.empty())
+          err = Drive(x.conns[peer], dev, rank, script(rank), script(peer), k.w, 60000);
         x.Close(false);
         dev_engine_close(dev);
         if (err.empty()) err = LeakCheck(rank);
