@@ -87,10 +87,11 @@ static const knob_t knobs[] = {
     {"WEFT_SHM_SLOTS", "32", KNOB_INT, 2, 1024, KNOB_AT(shm_slots),
      "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection (also TCP's "
      "send staging slots; rings move half that many slices per chunk per round)"},
-    /* One default slice: process_vm_readv in 64 KiB pieces moved bytes as fast as memcpy on the
-     * development host (4.2-4.3 GB/s, 256 MiB in all), in 16 KiB pieces 3.5-3.8, in 4 KiB 1.1-2.3
-     * (results/2026-11-28-shm-single-copy). */
-    {"WEFT_SHM_SINGLE_COPY_BYTES", "65536", KNOB_SIZE, 0, 1LL << 40, KNOB_AT(shm_single_copy_bytes),
+    /* Off by default: on the 2-core development host, 2 ranks, 65536 (one slice, the smallest
+     * piece process_vm_readv moves as fast as memcpy there) made broadcast at 256 KiB 1.6x faster
+     * but sendrecv at 4 MiB 0.8x, and nothing changed past that within the noise; all_reduce never
+     * takes the path (its receives reduce in place) (results/2026-11-28-shm-single-copy). */
+    {"WEFT_SHM_SINGLE_COPY_BYTES", "0", KNOB_SIZE, 0, 1LL << 40, KNOB_AT(shm_single_copy_bytes),
      "shm slots of at least this many bytes that a plain receive takes are read straight from "
      "the sender's buffer (process_vm_readv: one copy instead of two); 0: never"},
     /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
