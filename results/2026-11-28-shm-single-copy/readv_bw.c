@@ -1,3 +1,4 @@
+/* readv_bw.c -- process_vm_readv from a parent into a child in pieces of 4 KiB..4 MiB, next to memcpy (256 MiB). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
