@@ -87,6 +87,13 @@ static const knob_t knobs[] = {
     {"WEFT_SHM_SLOTS", "32", KNOB_INT, 2, 1024, KNOB_AT(shm_slots),
      "slots of WEFT_SLICE_BYTES in each direction of a shared-memory connection (also TCP's "
      "send staging slots; rings move half that many slices per chunk per round)"},
+    /* Off by default: on the 2-core development host, 2 ranks, 65536 (one slice, the smallest
+     * piece process_vm_readv moves as fast as memcpy there) made broadcast at 256 KiB 1.6x faster
+     * but sendrecv at 4 MiB 0.8x, and nothing changed past that within the noise; all_reduce never
+     * takes the path (its receives reduce in place) (results/2026-11-28-shm-single-copy). */
+    {"WEFT_SHM_SINGLE_COPY_BYTES", "0", KNOB_SIZE, 0, 1LL << 40, KNOB_AT(shm_single_copy_bytes),
+     "shm slots of at least this many bytes that a plain receive takes are read straight from "
+     "the sender's buffer (process_vm_readv: one copy instead of two); 0: never"},
     /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
      * polled): on an H100, 2 ranks over CUDA IPC, all-reduce busbw at 256 MiB was 0.88 GB/s in
      * 64 KiB slices and 46 in 8 slots of 4 MiB; 4 ranks 0.44 and 24 (4 slots of 4 MiB: 16 and

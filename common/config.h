@@ -31,6 +31,8 @@ typedef struct {
   char algo_file[512];     /* WEFT_ALGO_FILE: an MSCCL program (XML) run for its collective */
   char transport[16];      /* WEFT_TRANSPORT: auto (shm on one host, else ib or tcp), tcp, shm, ib */
   int shm_slots;           /* WEFT_SHM_SLOTS: slots (of WEFT_SLICE_BYTES) per shm ring direction */
+  size_t shm_single_copy_bytes; /* WEFT_SHM_SINGLE_COPY_BYTES: shm sends this large go by
+                                 * process_vm_readv; 0 = never */
   size_t device_slice_bytes; /* WEFT_DEVICE_SLICE_BYTES: the slice of calls on device buffers */
   int device_slots;          /* WEFT_DEVICE_SLOTS: slots per direction of a device connection */
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */

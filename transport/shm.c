@@ -10,6 +10,24 @@
  * (lend_send), writes its reduction there, and publishes it (commit_send): the message is
  * written once, by the reduction, and never copied.
  *
+ * Single copy: a slot of at least WEFT_SHM_SINGLE_COPY_BYTES may instead carry where the bytes lie
+ * in the sender's memory (mode DESC, shm_ring.h); the receiver reads them with process_vm_readv
+ * straight into its buffer, so each byte is copied once instead of twice. Only slots that a plain
+ * receive already posted will take are described (the receiver publishes how far those reach,
+ * plain_end): an in-place receive reads the slot once either way, and a slot nobody reads yet
+ * would hold the sender's message open. (An in-place receive or a peek that meets a described
+ * slot all the same reads it into the slot.) The sender's message
+ * completes only once every such slot is READ or COPIED: until then its buffer must stay as it
+ * was, as the transport contract already asks of a posted send. Lent slots (fused steps) are
+ * written in place and never described. Each slot is claimed by compare-and-swap, so the sender
+ * can take a described slot back and copy it itself: it does so when its wait has given the peer
+ * TAKE_BACK_US to claim it (so no schedule waits on a peer's read any more than the slot path
+ * waits on a peer's receive, and a descheduled peer costs no more than the slot path), when
+ * the peer closed, when this side closes, and when the peer's read was refused (ASK). Whether a
+ * side describes at all is decided per connection at connect: each side probes a known word of
+ * the other with process_vm_readv and publishes the outcome (can_read); a refusal leaves that
+ * direction on the slot path for good, with one WEFT_DEBUG line.
+ *
  * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h), then a
  * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
  * freeing space in our outgoing one. Spinning alone would let
@@ -27,17 +45,22 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/spin.h"
+#include "transport/shm_cma.h"
 #include "transport/shm_ring.h"
 #include "transport/transport.h"
 #include "transport/xfer_queue.h"
 
 #define ADDR_MAGIC 0x57534841u /* "WSHA" */
+/* How long a wait gives the peer to claim our described slots before we copy them (shm_wait). */
+#define TAKE_BACK_US 20
 
-/* What each rank publishes: its pid names its segments and tells whether it is alive. */
+/* What each rank publishes: its pid names its segments and tells whether it is alive; probe is
+ * the address of a word holding probe_word(), which peers read to test process_vm_readv. */
 typedef struct {
   uint32_t magic;
   int32_t pid;
   uint64_t comm_id;
+  uint64_t probe;
 } shm_addr_t;
 
 typedef struct shm_transport {
@@ -46,7 +69,15 @@ typedef struct shm_transport {
   uint64_t comm_id;
   const weft_config_t *cfg;
   shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
+  uint64_t probe;    /* probe_word(): what a peer's probe read must find here */
 } shm_transport_t;
+
+/* A sent message whose described slots the peer may still read: it completes once `end` (the
+ * head after its last slot) is acknowledged. */
+typedef struct {
+  xfer_t *x;
+  uint64_t end;
+} shm_ack_t;
 
 typedef struct {
   conn_t base;
@@ -64,7 +95,16 @@ typedef struct {
   unsigned char *freed; /* per incoming slot: received and done with, not yet behind tail */
   int bad_len;          /* the next incoming slot's length was wrong when last looked at */
   xfer_part_t *send_head, *send_tail, *recv_head, *recv_tail;
+  size_t single_copy; /* describe slots of at least this many bytes; 0: never */
+  int described;      /* the message being sent has a described slot */
+  uint64_t acked;     /* every outgoing slot before this no longer needs our buffers */
+  shm_ack_t *acks;    /* nslots entries: messages waiting for `acked`, oldest first */
+  int ack_first, ack_count;
 } shm_conn_t;
+
+static uint64_t probe_word(uint64_t comm_id, int pid) {
+  return comm_id ^ ((uint64_t)(uint32_t)pid << 32) ^ 0x57434d4150524f42ull; /* "WCMAPROB" */
+}
 
 static int pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
@@ -87,6 +127,8 @@ static weft_result_t shm_create(const transport_params_t *p, transport_t **out) 
   t->pid = (int)getpid();
   t->comm_id = p->comm_id;
   t->cfg = p->config;
+  t->probe = probe_word(t->comm_id, t->pid);
+  if (t->cfg->shm_single_copy_bytes) shm_cma_allow_peers();
   weft_result_t res = shm_bells_open(&t->bells, "bell", t->comm_id, t->rank, t->nranks, t->pid);
   if (res != WEFT_SUCCESS) {
     free(t);
@@ -98,7 +140,7 @@ static weft_result_t shm_create(const transport_params_t *p, transport_t **out) 
 
 static void shm_local_addr(const transport_t *base, void *blob) {
   const shm_transport_t *t = (const shm_transport_t *)base;
-  shm_addr_t a = {ADDR_MAGIC, t->pid, t->comm_id};
+  shm_addr_t a = {ADDR_MAGIC, t->pid, t->comm_id, (uint64_t)(uintptr_t)&t->probe};
   memcpy(blob, &a, sizeof a);
 }
 
@@ -130,6 +172,30 @@ static void shm_destroy(transport_t *base) {
 
 static weft_result_t shm_connect_any(transport_t *base, int peer, const void *peer_blob,
                                      int pending, conn_t **out);
+
+/* The peer's reads of our memory were refused: it must not describe slots to us any more. */
+static void cma_refused(shm_conn_t *c, const char *when, int err) {
+  atomic_store(&c->seg.can_read[c->side], SHM_CMA_NO);
+  if (c->t->cfg->debug >= 1)
+    fprintf(stderr,
+            "weft rank %d: shm: process_vm_readv from rank %d (pid %d) refused %s: %s; messages "
+            "from it keep the two-copy slot path\n",
+            c->t->rank, c->base.peer, c->peer_pid, when, strerror(err));
+}
+
+/* Tells the peer, through the segment, whether it may describe slots to us: whether a read of
+ * the word it published (at `addr`) works and finds what it should. */
+static void probe_peer(shm_conn_t *c, uint64_t addr) {
+  if (!c->t->cfg->shm_single_copy_bytes) {
+    atomic_store(&c->seg.can_read[c->side], SHM_CMA_NO);
+    return;
+  }
+  int err = shm_cma_probe(c->peer_pid, addr, probe_word(c->t->comm_id, c->peer_pid));
+  if (err)
+    cma_refused(c, "at connect", err);
+  else
+    atomic_store(&c->seg.can_read[c->side], SHM_CMA_YES);
+}
 
 static weft_result_t shm_connect(transport_t *base, int peer, const void *peer_blob, conn_t **out) {
   return shm_connect_any(base, peer, peer_blob, 0, out);
@@ -179,17 +245,36 @@ static weft_result_t shm_connect_any(transport_t *base, int peer, const void *pe
   }
   if (res == WEFT_SUCCESS) {
     c->freed = calloc((size_t)c->seg.nslots, 1);
-    if (!c->freed) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
+    c->acks = calloc((size_t)c->seg.nslots, sizeof *c->acks);
+    if (!c->freed || !c->acks) res = WEFT_ERR(WEFT_ERR_NO_MEMORY, "shm transport: out of memory");
   }
   if (res != WEFT_SUCCESS) {
     shm_seg_close(&c->seg, c->name);
+    free(c->freed);
+    free(c->acks);
     free(c);
     return err_context(res, "rank %d: shm connect to rank %d", t->rank, peer);
   }
   c->out = c->seg.ring[c->side];
   c->in = c->seg.ring[1 - c->side];
+  c->single_copy = t->cfg->shm_single_copy_bytes;
+  probe_peer(c, a.probe);
   *out = &c->base;
   return WEFT_SUCCESS;
+}
+
+/* Tells the sender which incoming slots posted plain receives will take: only those are worth
+ * describing. A receive that reduces from the slot (in place) reads it once either way, and a
+ * described slot nobody has posted for yet would hold the sender's message open (and its
+ * executor's window) until we get to it. */
+static void publish_plain(shm_conn_t *c) {
+  if (atomic_load_explicit(&c->seg.can_read[c->side], memory_order_relaxed) != SHM_CMA_YES) return;
+  size_t slot = c->seg.slot_bytes;
+  uint64_t end = c->rcur;
+  for (const xfer_part_t *p = c->recv_head; p && p->ptr; p = p->next)
+    end += (p->left + slot - 1) / slot;
+  if (end > atomic_load_explicit(&c->in->plain_end, memory_order_relaxed))
+    atomic_store_explicit(&c->in->plain_end, end, memory_order_relaxed);
 }
 
 /* Queues one message; ptr NULL marks an in-place receive. */
@@ -206,7 +291,9 @@ static weft_result_t shm_post_send(conn_t *base, const void *buf, size_t len, xf
 }
 
 static weft_result_t shm_post_recv(conn_t *base, void *buf, size_t len, xfer_t *x) {
-  post((shm_conn_t *)base, buf, len, x, 0);
+  shm_conn_t *c = (shm_conn_t *)base;
+  post(c, buf, len, x, 0);
+  publish_plain(c);
   return WEFT_SUCCESS;
 }
 
@@ -243,6 +330,7 @@ static weft_result_t shm_lend_send(conn_t *base, size_t len, xfer_t *x, char **s
   c->want_slot = 0;
   size_t i = (size_t)(c->lent++ % n);
   c->seg.len[c->side][i] = (uint32_t)len; /* read by the peer only once head passes it */
+  atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_BYTES, memory_order_relaxed);
   x->complete = 0;
   x->parts_left = 1;
   x->data = c->seg.data[c->side] + i * c->seg.slot_bytes;
@@ -282,6 +370,20 @@ static weft_result_t shm_release_recv(conn_t *base, xfer_t *x) {
   return WEFT_SUCCESS;
 }
 
+/* Whether an outgoing slot of k bytes of `x` goes described: the peer said it can read us. */
+static int describe(const shm_conn_t *c, const xfer_t *x, size_t k) {
+  return c->single_copy && k >= c->single_copy && !x->device &&
+         c->head < atomic_load_explicit(&c->out->plain_end, memory_order_relaxed) &&
+         atomic_load_explicit(&c->seg.can_read[1 - c->side], memory_order_relaxed) == SHM_CMA_YES;
+}
+
+/* Whether a slot in this mode no longer needs the sender's buffer. */
+static int slot_done(uint32_t mode) {
+  return mode == SHM_SLOT_BYTES || mode == SHM_SLOT_READ || mode == SHM_SLOT_COPIED;
+}
+
+static void advance_acks(shm_conn_t *c, int *progressed);
+
 static void send_progress(shm_conn_t *c, int *progressed) {
   uint64_t n = (uint64_t)c->seg.nslots;
   size_t slot = c->seg.slot_bytes;
@@ -289,15 +391,130 @@ static void send_progress(shm_conn_t *c, int *progressed) {
     if (c->head - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) break;
     xfer_part_t *p = c->send_head;
     size_t k = p->left < slot ? p->left : slot, i = (size_t)(c->head % n);
-    memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
+    /* The mode and address are published by the release store of head below. */
+    if (describe(c, p->owner, k)) {
+      c->seg.addr[c->side][i] = (uint64_t)(uintptr_t)p->ptr;
+      atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_DESC, memory_order_relaxed);
+      c->described = 1;
+    } else {
+      memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
+      atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_BYTES, memory_order_relaxed);
+    }
     c->seg.len[c->side][i] = (uint32_t)k;
     atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
     shm_bell_ring(c->peer_bell); /* per slot: the receiver starts on it while we copy the next */
     p->ptr += k;
     p->left -= k;
     *progressed = 1;
-    if (p->left == 0) xfer_queue_pop_done(&c->send_head, &c->send_tail);
+    if (p->left > 0) continue;
+    if (!c->described) {
+      xfer_queue_pop_done(&c->send_head, &c->send_tail);
+      continue;
+    }
+    /* Its buffer is still read from: it completes once every slot up to head is done with. */
+    xfer_t *x = p->owner;
+    xfer_queue_pop(&c->send_head, &c->send_tail);
+    /* Entries already acknowledged may still sit in acks (tail moved since it was emptied):
+     * the unacknowledged ones end at distinct slots in (tail, head], so this makes room. */
+    if (c->ack_count == c->seg.nslots) advance_acks(c, progressed);
+    c->acks[(c->ack_first + c->ack_count++) % c->seg.nslots] = (shm_ack_t){x, c->head};
+    c->described = 0;
   }
+}
+
+/* Copies into their slots the described slots the peer asked for (its read was refused) or,
+ * with `all`, every described slot it has not claimed yet: from then on nothing needs our
+ * buffers but the slots the peer is reading now. Returns how many it copied. */
+static int take_back(shm_conn_t *c, int all) {
+  uint64_t n = (uint64_t)c->seg.nslots;
+  size_t slot = c->seg.slot_bytes;
+  int took = 0;
+  for (uint64_t s = c->acked; s < c->head; s++) {
+    size_t i = (size_t)(s % n);
+    _Atomic uint32_t *mode = &c->seg.mode[c->side][i];
+    uint32_t v = atomic_load_explicit(mode, memory_order_acquire);
+    if (v != SHM_SLOT_ASK && !(all && v == SHM_SLOT_DESC)) continue;
+    /* Loses to a receiver that claimed it first (READING): it reads it then. */
+    if (!atomic_compare_exchange_strong(mode, &v, SHM_SLOT_COPYING)) continue;
+    memcpy(c->seg.data[c->side] + i * slot, (const void *)(uintptr_t)c->seg.addr[c->side][i],
+           c->seg.len[c->side][i]);
+    /* Release: the receiver's acquire load of COPIED finds the bytes in the slot. */
+    atomic_store_explicit(mode, SHM_SLOT_COPIED, memory_order_release);
+    took++;
+  }
+  if (took) shm_bell_ring(c->peer_bell);
+  return took;
+}
+
+/* Moves `acked` past every outgoing slot done with, and completes the messages behind it. */
+static void advance_acks(shm_conn_t *c, int *progressed) {
+  uint64_t n = (uint64_t)c->seg.nslots;
+  uint64_t tail = atomic_load_explicit(&c->out->tail, memory_order_acquire);
+  if (c->acked < tail) c->acked = tail; /* freed slots are done with */
+  /* A slot before head is not reused before tail passes it, so its mode is still its own. */
+  while (c->acked < c->head &&
+         slot_done(atomic_load_explicit(&c->seg.mode[c->side][c->acked % n], memory_order_acquire)))
+    c->acked++;
+  while (c->ack_count && c->acks[c->ack_first].end <= c->acked) {
+    xfer_t *x = c->acks[c->ack_first].x;
+    x->parts_left = 0;
+    x->complete = 1;
+    c->ack_first = (c->ack_first + 1) % c->seg.nslots;
+    c->ack_count--;
+    *progressed = 1;
+  }
+}
+
+/* Whether described slots wait on the peer (their messages are not complete yet). */
+static int acks_pending(const shm_conn_t *c) { return c->ack_count > 0 || c->described; }
+
+/* Whether advance_acks or take_back would do something now. */
+static int acks_ready(const shm_conn_t *c) {
+  if (!acks_pending(c)) return 0;
+  uint64_t n = (uint64_t)c->seg.nslots;
+  if (atomic_load_explicit(&c->out->tail, memory_order_acquire) > c->acked) return 1;
+  for (uint64_t s = c->acked; s < c->head; s++) {
+    uint32_t v = atomic_load_explicit(&c->seg.mode[c->side][s % n], memory_order_acquire);
+    if (v == SHM_SLOT_ASK || (s == c->acked && slot_done(v))) return 1;
+  }
+  return 0;
+}
+
+/* The receiving side of a described slot i of k bytes: claims it and reads the bytes into dst
+ * (into_slot: dst is the slot itself). *where: 0 not there yet (the sender is copying them into
+ * the slot), 1 read into dst, 2 in the slot (the sender copied them). */
+static weft_result_t read_described(shm_conn_t *c, size_t i, char *dst, size_t k, int into_slot,
+                                    int *where) {
+  _Atomic uint32_t *mode = &c->seg.mode[1 - c->side][i];
+  uint32_t v = SHM_SLOT_DESC;
+  *where = 0;
+  if (atomic_compare_exchange_strong(mode, &v, SHM_SLOT_READING)) {
+    int err = shm_cma_read(c->peer_pid, dst, c->seg.addr[1 - c->side][i], k);
+    if (err == ESRCH)
+      return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d (pid %d) exited while this rank read from it",
+                      c->base.peer, c->peer_pid);
+    if (err) {
+      /* The sender copies it into the slot instead; later slots come that way at once. */
+      cma_refused(c, "mid-transfer", err);
+      atomic_store_explicit(mode, SHM_SLOT_ASK, memory_order_release);
+    } else {
+      /* Release: the sender reuses its buffer once it sees this. */
+      atomic_store_explicit(mode, into_slot ? SHM_SLOT_COPIED : SHM_SLOT_READ,
+                            memory_order_release);
+      *where = 1;
+    }
+    shm_bell_ring(c->peer_bell); /* it may wait for its message, or for the ASK */
+    return WEFT_SUCCESS;
+  }
+  if (v == SHM_SLOT_BYTES || v == SHM_SLOT_COPIED) *where = 2;
+  return WEFT_SUCCESS;
+}
+
+/* Whether the next incoming slot waits on the sender copying it (ASK or COPYING). */
+static int recv_stalled(const shm_conn_t *c) {
+  uint32_t v = atomic_load_explicit(&c->seg.mode[1 - c->side][c->rcur % (uint64_t)c->seg.nslots],
+                                    memory_order_acquire);
+  return v == SHM_SLOT_ASK || v == SHM_SLOT_COPYING;
 }
 
 static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
@@ -318,25 +535,39 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
                         c->base.peer, c->seg.len[1 - c->side][i], k);
       break;
     }
+    int where = 2; /* the bytes are in the slot */
+    if (!slot_done(atomic_load_explicit(&c->seg.mode[1 - c->side][i], memory_order_acquire))) {
+      char *dst = p->ptr ? p->ptr : (char *)data + i * slot;
+      WEFT_CHECK(read_described(c, i, dst, k, !p->ptr, &where));
+      if (!where) break;
+      if (!p->ptr) where = 2;
+    }
     c->rcur++;
     *progressed = 1;
     if (!p->ptr) { /* in place: the slot stays taken until release_recv */
       p->owner->data = data + i * slot;
       xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+      publish_plain(c);
       continue;
     }
-    memcpy(p->ptr, data + i * slot, k);
+    if (where == 2) memcpy(p->ptr, data + i * slot, k);
     p->ptr += k;
     p->left -= k;
     c->freed[i] = 1;
     free_slots(c);
-    if (p->left == 0) xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+    if (p->left == 0) {
+      xfer_queue_pop_done(&c->recv_head, &c->recv_tail);
+      publish_plain(c); /* plain receives behind an in-place one are at the front now */
+    }
   }
   return WEFT_SUCCESS;
 }
 
-/* Something posted (or a refused lend) waits on this connection. */
-static int waiting(const shm_conn_t *c) { return c->send_head || c->recv_head || c->want_slot; }
+/* Something posted (or a refused lend, or a message the peer still reads) waits on this
+ * connection. */
+static int waiting(const shm_conn_t *c) {
+  return c->send_head || c->recv_head || c->want_slot || acks_pending(c);
+}
 
 static int ring_full(const shm_conn_t *c) {
   uint64_t taken = c->lent > c->head ? c->lent : c->head; /* lent slots are taken too */
@@ -351,9 +582,14 @@ static int ring_empty(const shm_conn_t *c) {
 static weft_result_t shm_progress(conn_t *base, int *progressed) {
   shm_conn_t *c = (shm_conn_t *)base;
   send_progress(c, progressed);
+  /* A closed peer reads nothing more: copy what it has not claimed, as the slot path would. */
+  int how = atomic_load(&c->seg.closed[1 - c->side]);
+  if (acks_pending(c)) {
+    if (take_back(c, how != SHM_OPEN)) *progressed = 1;
+    advance_acks(c, progressed);
+  }
   WEFT_CHECK(recv_progress(c, progressed));
   /* A closed peer is an error only once we are stuck on it: what it wrote before is still read. */
-  int how = atomic_load(&c->seg.closed[1 - c->side]);
   if (how == SHM_ABORTED && waiting(c))
     return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d aborted the connection (it failed or was aborted)",
                     base->peer);
@@ -370,7 +606,8 @@ static weft_result_t shm_progress(conn_t *base, int *progressed) {
 static int ready(const shm_conn_t *c) {
   if (!waiting(c)) return 0;
   if (atomic_load_explicit(&c->seg.closed[1 - c->side], memory_order_relaxed)) return 1;
-  return ((c->send_head || c->want_slot) && !ring_full(c)) || (c->recv_head && !ring_empty(c));
+  return ((c->send_head || c->want_slot) && !ring_full(c)) ||
+         (c->recv_head && !ring_empty(c) && !recv_stalled(c)) || acks_ready(c);
 }
 
 static int any_ready(conn_t *const *conns, int n) {
@@ -390,7 +627,21 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
    * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. */
   const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
-  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
+  /* Described slots the peer has not claimed within TAKE_BACK_US are copied by us after all: a
+   * peer that runs now claims a slot within microseconds of head moving, while one that is
+   * descheduled (more ranks than cores) or busy elsewhere would hold our message, and with it our
+   * executor's window, for its whole absence; a peer that reads only once we move on would never
+   * read it. So the single copy happens where both sides run at once, and costs nothing where
+   * they do not. */
+  int64_t grace_us = budget_us < TAKE_BACK_US ? budget_us : TAKE_BACK_US;
+  if (shm_spin_until_ready(conns, n, any_ready, grace_us)) return WEFT_SUCCESS;
+  int took = 0;
+  for (int i = 0; i < n; i++) {
+    shm_conn_t *c = (shm_conn_t *)conns[i];
+    if (acks_pending(c)) took += take_back(c, 1);
+  }
+  if (took) return WEFT_SUCCESS;
+  if (shm_spin_until_ready(conns, n, any_ready, budget_us - grace_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);
@@ -423,6 +674,16 @@ static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *sta
   }
   size_t i = (size_t)(c->rcur % (uint64_t)c->seg.nslots);
   size_t have = c->seg.len[1 - c->side][i];
+  if (!slot_done(atomic_load_explicit(&c->seg.mode[1 - c->side][i], memory_order_acquire))) {
+    /* Read the whole slot into itself (COPIED): the receive that takes it finds it there. */
+    int where;
+    if (have > c->seg.slot_bytes)
+      return WEFT_ERR(WEFT_ERR_MISMATCH, "rank %d described a slot of %zu bytes (at most %zu)",
+                      base->peer, have, c->seg.slot_bytes);
+    char *slot = c->seg.data[1 - c->side] + i * c->seg.slot_bytes;
+    WEFT_CHECK(read_described(c, i, slot, have, 1, &where));
+    if (!where) return WEFT_SUCCESS;
+  }
   size_t k = have < len ? have : len;
   memcpy(buf, c->seg.data[1 - c->side] + i * c->seg.slot_bytes, k);
   memset((char *)buf + k, 0, len - k);
@@ -430,9 +691,24 @@ static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *sta
   return WEFT_SUCCESS;
 }
 
+/* Whether the peer is reading one of our described slots now. */
+static int reading(const shm_conn_t *c) {
+  for (uint64_t s = c->acked; s < c->head; s++)
+    if (atomic_load(&c->seg.mode[c->side][s % (uint64_t)c->seg.nslots]) == SHM_SLOT_READING)
+      return 1;
+  return 0;
+}
+
 static void shm_close(conn_t *base, int abortive) {
   shm_conn_t *c = (shm_conn_t *)base;
   if (!c) return;
+  /* Our buffers may be gone once we return: copy what the peer has not claimed, and let it
+   * finish the reads it started (bounded by peer_wait_ms; a dead peer reads nothing). */
+  if (acks_pending(c)) {
+    take_back(c, 1);
+    int64_t deadline = clock_now_ms() + peer_wait_ms(c->t);
+    while (reading(c) && pid_alive(c->peer_pid) && clock_now_ms() < deadline) usleep(50);
+  }
   atomic_store(&c->seg.closed[c->side], abortive ? SHM_ABORTED : SHM_CLOSED);
   shm_bell_ring(c->peer_bell); /* a peer blocked on us fails now, not at its timeout */
   if (!abortive) { /* let a slow peer attach before the name goes (shm_seg_close unlinks it) */
@@ -442,6 +718,7 @@ static void shm_close(conn_t *base, int abortive) {
   }
   shm_seg_close(&c->seg, c->name);
   free(c->freed);
+  free(c->acks);
   free(c);
 }
 

@@ -31,6 +31,7 @@ typedef struct {
   uint64_t slot_bytes;
   _Atomic int32_t closed[2];
   _Atomic int32_t attached;
+  _Atomic int32_t can_read[2];
 } seg_hdr_t;
 
 _Static_assert(sizeof(seg_hdr_t) <= HDR_BYTES, "segment header grew");
@@ -199,7 +200,8 @@ void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*
 }
 
 static size_t seg_bytes(int nslots, size_t slot_bytes, size_t *data_off) {
-  size_t meta = HDR_BYTES + 2 * CTL_BYTES + 2 * sizeof(uint32_t) * (size_t)nslots;
+  /* Per slot of each ring: its address (8 bytes, first to stay aligned), length and mode. */
+  size_t meta = HDR_BYTES + 2 * CTL_BYTES + 2 * (8 + 2 * sizeof(uint32_t)) * (size_t)nslots;
   *data_off = (meta + PAGE - 1) & ~(size_t)(PAGE - 1);
   return *data_off + 2 * (size_t)nslots * slot_bytes;
 }
@@ -211,9 +213,13 @@ static void seg_layout(shm_seg_t *s, int nslots, size_t slot_bytes, size_t data_
   s->slot_bytes = slot_bytes;
   s->closed = h->closed;
   s->attached = &h->attached;
+  s->can_read = h->can_read;
+  char *slots = b + HDR_BYTES + 2 * CTL_BYTES;
   for (int d = 0; d < 2; d++) {
     s->ring[d] = (shm_ring_ctl_t *)(b + HDR_BYTES + (size_t)d * CTL_BYTES);
-    s->len[d] = (uint32_t *)(b + HDR_BYTES + 2 * CTL_BYTES) + (size_t)d * (size_t)nslots;
+    s->addr[d] = (uint64_t *)slots + (size_t)d * (size_t)nslots;
+    s->len[d] = (uint32_t *)(slots + 16 * (size_t)nslots) + (size_t)d * (size_t)nslots;
+    s->mode[d] = (_Atomic uint32_t *)(slots + 24 * (size_t)nslots) + (size_t)d * (size_t)nslots;
     s->data[d] = b + data_off + (size_t)d * (size_t)nslots * slot_bytes;
   }
 }

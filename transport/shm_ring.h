@@ -30,9 +30,36 @@ typedef struct {
 typedef struct {
   _Alignas(64) _Atomic uint64_t head; /* slots the sender filled (stored with release) */
   _Alignas(64) _Atomic uint64_t tail; /* slots the receiver freed (stored with release) */
+  /* Written by the receiver too: every slot before it goes to a plain receive it posted already
+   * (one that copies into its own buffer), so the sender may describe them (shm.c). */
+  _Atomic uint64_t plain_end;
 } shm_ring_ctl_t;
 
 enum { SHM_OPEN = 0, SHM_CLOSED = 1, SHM_ABORTED = 2 };
+
+/* What a slot holds (shm_seg_t.mode), for the single-copy path (transport/shm.c). The sender sets
+ * BYTES or DESC before publishing the slot; after that the two sides move it on only by
+ * compare-and-swap, so exactly one of them copies the bytes:
+ *   BYTES    the bytes are in the slot;
+ *   DESC     they are at addr[] in the sender's memory, which stays untouched until the slot is
+ *            READ or COPIED;
+ *   READING  the receiver claimed DESC and is reading (process_vm_readv);
+ *   READ     it has read them into its own buffer: the sender's buffer is free;
+ *   COPYING  the sender claimed DESC (or ASK) and copies its bytes into the slot;
+ *   COPIED   the bytes are in the slot now (copied by either side): as BYTES;
+ *   ASK      the receiver's read was refused: it asks the sender to copy them into the slot. */
+enum {
+  SHM_SLOT_BYTES = 0,
+  SHM_SLOT_DESC = 1,
+  SHM_SLOT_READING = 2,
+  SHM_SLOT_READ = 3,
+  SHM_SLOT_COPYING = 4,
+  SHM_SLOT_COPIED = 5,
+  SHM_SLOT_ASK = 6,
+};
+
+/* shm_seg_t.can_read[s]: whether side s may read side 1-s's memory (its probe at connect). */
+enum { SHM_CMA_UNKNOWN = 0, SHM_CMA_YES = 1, SHM_CMA_NO = 2 };
 
 /* A mapped pair segment. Side 0 is the lower rank; ring[s] carries side s's messages. */
 typedef struct {
@@ -43,7 +70,10 @@ typedef struct {
   shm_ring_ctl_t *ring[2];
   _Atomic int32_t *closed;   /* [2]: SHM_CLOSED or SHM_ABORTED once that side closed */
   _Atomic int32_t *attached; /* sides that mapped it; the second one unlinks it */
+  _Atomic int32_t *can_read; /* [2]: SHM_CMA_*, set by each side once it probed the other */
   uint32_t *len[2];          /* bytes in each slot of ring s, for a length check */
+  _Atomic uint32_t *mode[2]; /* SHM_SLOT_* of each slot of ring s */
+  uint64_t *addr[2];         /* where a DESC slot's bytes lie in the sender's memory */
   char *data[2];             /* nslots slots of slot_bytes each, per ring */
 } shm_seg_t;
 

@@ -71,6 +71,25 @@ TEST_P(MatrixTcp, EveryCollectiveAndAlgorithm) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixTcp, ::testing::Values(2, 3, 5));
 
+// The same over shm with every slot that a plain receive takes read straight from the sender's
+// buffer (process_vm_readv, transport/shm.c) and slices of 4 KiB, so that counts of 1000 run
+// through several described slots.
+class MatrixShmSingleCopy : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatrixShmSingleCopy, EveryCollectiveAndAlgorithm) {
+  auto results = mp_run(
+      GetParam(),
+      [](int rank, int n, int port) {
+        setenv("WEFT_SHM_SINGLE_COPY_BYTES", "1", 1);
+        setenv("WEFT_SLICE_BYTES", "4096", 1);
+        return small_matrix(rank, n, port, "shm");
+      },
+      600000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixShmSingleCopy, ::testing::Values(2, 3, 4));
+
 // Larger counts: many slices per op, pipelining across tree levels and ring steps.
 // Over shm and TCP: more than one round of the rings (1 Mi elements on 3 ranks is two).
 class MatrixLarge : public ::testing::TestWithParam<std::pair<const char*, int>> {};
