@@ -10,13 +10,15 @@
  * (lend_send), writes its reduction there, and publishes it (commit_send): the message is
  * written once, by the reduction, and never copied.
  *
- * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h), then a
+ * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h; without
+ * the yields at first where the peers run on other cores, never where ranks outnumber cores), then a
  * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
  * freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
  * wait within one executor wait slice (200 ms), never a hang. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,8 @@ typedef struct shm_transport {
   uint64_t comm_id;
   const weft_config_t *cfg;
   shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
+  int fit;           /* the local ranks are no more than our cores: waits may busy-poll */
+  spin_state_t spin;
 } shm_transport_t;
 
 typedef struct {
@@ -116,6 +120,8 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
   }
   weft_result_t res = shm_bells_attach(&t->bells, peers, pids, n);
   free(pids);
+  cpu_set_t cpus;
+  t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && n + 1 <= CPU_COUNT(&cpus);
   return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 
@@ -379,6 +385,33 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
+typedef struct {
+  conn_t *const *conns;
+  int n;
+} wait_set_t;
+
+static int set_ready(void *arg) {
+  const wait_set_t *w = arg;
+  return any_ready(w->conns, w->n);
+}
+
+/* Publishes the core this rank waits on, and says where the peers it waits for last waited. */
+static spin_peers_t where_peers_are(shm_transport_t *t, conn_t *const *conns, int n) {
+  int cpu = sched_getcpu();
+  if (cpu < 0) return SPIN_PEERS_UNKNOWN;
+  /* Relaxed: a hint for the peers' next choice, read racily on purpose. */
+  atomic_store_explicit(&t->bells.mine->cpu, cpu + 1, memory_order_relaxed);
+  spin_peers_t where = SPIN_PEERS_APART;
+  for (int i = 0; i < n; i++) {
+    const shm_conn_t *c = (const shm_conn_t *)conns[i];
+    if (!waiting(c)) continue;
+    int32_t theirs = atomic_load_explicit(&c->peer_bell->cpu, memory_order_relaxed);
+    if (theirs == 0) return SPIN_PEERS_UNKNOWN;
+    if (theirs == cpu + 1) where = SPIN_PEERS_HERE;
+  }
+  return where;
+}
+
 static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
@@ -387,10 +420,18 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   if (!busy) return WEFT_SUCCESS;
   /* No PAUSE-instruction spin first: in a virtual machine a PAUSE loop makes the hypervisor
    * deschedule the vCPU (pause-loop exiting). 300 PAUSEs before the yielding polls made a 4 KiB
-   * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. */
-  const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
+   * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. The
+   * busy phase (spin_choose: only with a core per local rank, peers on other cores) has none. */
+  shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
-  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
+  spin_mode_t mode = spin_choose(&t->spin, t->fit, where_peers_are(t, conns, n));
+  if (mode == SPIN_BUSY) {
+    int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
+    if (spin_busy_until(set_ready, &(wait_set_t){conns, n}, busy_us)) return WEFT_SUCCESS;
+    budget_us -= busy_us;
+  }
+  if (mode != SPIN_SLEEP && shm_spin_until_ready(conns, n, any_ready, budget_us))
+    return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);

@@ -24,6 +24,7 @@ typedef struct {
   _Atomic uint32_t bell;     /* bumped by every peer that has news for this rank */
   _Atomic uint32_t sleeping; /* set while the owner futex-waits, else wakers skip the syscall */
   _Atomic int32_t attached;  /* peers that mapped this doorbell; the last one unlinks it */
+  _Atomic int32_t cpu;       /* 1 + the core the owner last waited on, 0 unknown (spin.h) */
 } shm_bell_t;
 
 /* One direction. head and tail sit on their own cache lines: each is written by one side only. */
