@@ -11,8 +11,8 @@
  * written once, by the reduction, and never copied.
  *
  * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h; without
- * the yields at first where the peers run on other cores, never where ranks outnumber cores), then a
- * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
+ * the yields at first where the peers run on other cores, never where ranks outnumber cores), then
+ * a futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
  * freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
@@ -505,4 +505,5 @@ const transport_ops_t shm_transport_ops = {
     .commit_send = shm_commit_send,
     .peek_recv = shm_peek_recv,
     .connect_pending = shm_connect_pending,
+    .desc_slot = 1,
 };
