@@ -400,7 +400,8 @@ static spin_peers_t where_peers_are(shm_transport_t *t, conn_t *const *conns, in
   int cpu = sched_getcpu();
   if (cpu < 0) return SPIN_PEERS_UNKNOWN;
   /* Relaxed: a hint for the peers' next choice, read racily on purpose. */
-  atomic_store_explicit(&t->bells.mine->cpu, cpu + 1, memory_order_relaxed);
+  if (atomic_load_explicit(&t->bells.mine->cpu, memory_order_relaxed) != cpu + 1)
+    atomic_store_explicit(&t->bells.mine->cpu, cpu + 1, memory_order_relaxed);
   spin_peers_t where = SPIN_PEERS_APART;
   for (int i = 0; i < n; i++) {
     const shm_conn_t *c = (const shm_conn_t *)conns[i];
@@ -424,7 +425,8 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
    * busy phase (spin_choose: only with a core per local rank, peers on other cores) has none. */
   shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
-  spin_mode_t mode = spin_choose(&t->spin, t->fit, where_peers_are(t, conns, n));
+  /* Where ranks outnumber cores every wait yields: no need to know where the peers are. */
+  spin_mode_t mode = t->fit ? spin_choose(&t->spin, 1, where_peers_are(t, conns, n)) : SPIN_YIELD;
   if (mode == SPIN_BUSY) {
     int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
     if (spin_busy_until(set_ready, &(wait_set_t){conns, n}, busy_us)) return WEFT_SUCCESS;
