@@ -10,11 +10,12 @@
  * Where the peers of a wait run on other cores (the shm transport can tell: each rank publishes
  * the core it waits on), the yield is pure cost: a system call per poll, ~0.5 us on a virtual
  * machine, during which the peer's message arrives unseen. There the wait first polls without
- * system calls for up to SPIN_BUSY_US (spin_choose says when). Where they share this core, the
- * yield runs them; but two ranks that yield to each other stay on one core for good (each is
- * always cache-hot, so the scheduler never moves one), twice as slow as apart even with the
- * other core idle. So a wait that finds its peer on its core sleeps now and then instead: the
- * peer's futex wake places this rank anew, on an idle core if there is one. */
+ * system calls for up to SPIN_BUSY_US (spin_choose says when). Where they share this core, or
+ * ranks outnumber cores, the yield is what lets them run: every poll yields, as before.
+ * (Two ranks that yield to each other can stay on one core for a long time, each always
+ * cache-hot: 2.5 us for an 8-byte all-reduce instead of 0.6 on a loaded 2-core host. Sleeping
+ * on every 16th such wait, so that the wake-up would place the rank anew, did not separate
+ * them there and cost 30% at 64 KiB: results/2026-11-28-shm-small-calls.) */
 #ifndef WEFT_COMMON_SPIN_H_
 #define WEFT_COMMON_SPIN_H_
 
@@ -27,14 +28,11 @@
  * a peer's small-message round (1-15 us here, 8 B to 64 KiB), short enough that a process that
  * shares this core with us waits no longer than a time slice's fraction for it. */
 #define SPIN_BUSY_US 50
-/* Of the waits that find a peer on their own core, every SPIN_REPLACE_EVERY-th sleeps at once. */
-#define SPIN_REPLACE_EVERY 16
 
 /* How a wait polls before it sleeps. */
 typedef enum {
   SPIN_YIELD, /* poll, yielding the core between polls (the peer may need it) */
   SPIN_BUSY,  /* poll without system calls first, then as SPIN_YIELD */
-  SPIN_SLEEP, /* no polling: sleep at once, so the wake-up places this rank anew */
 } spin_mode_t;
 
 /* Where the peers of a wait run, as far as this rank can tell. */
@@ -44,18 +42,11 @@ typedef enum {
   SPIN_PEERS_HERE,    /* one of them last ran on this rank's core */
 } spin_peers_t;
 
-/* What a transport keeps between its waits. */
-typedef struct {
-  unsigned here; /* waits that found a peer on this core */
-} spin_state_t;
-
 /* The mode for one wait. `fit`: the ranks on this host are no more than the cores this process
- * may run on, so a busy poll takes no core a rank of the job needs; otherwise (and where the
- * peers' cores are unknown) every wait yields, as before. */
-static inline spin_mode_t spin_choose(spin_state_t *s, int fit, spin_peers_t peers) {
-  if (!fit || peers == SPIN_PEERS_UNKNOWN) return SPIN_YIELD;
-  if (peers == SPIN_PEERS_APART) return SPIN_BUSY;
-  return ++s->here % SPIN_REPLACE_EVERY == 0 ? SPIN_SLEEP : SPIN_YIELD;
+ * may run on, so a busy poll takes no core a rank of the job needs; otherwise (and where a peer
+ * shares this core, or its core is unknown) every wait yields, as before. */
+static inline spin_mode_t spin_choose(int fit, spin_peers_t peers) {
+  return fit && peers == SPIN_PEERS_APART ? SPIN_BUSY : SPIN_YIELD;
 }
 
 /* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */

@@ -49,7 +49,6 @@ typedef struct shm_transport {
   const weft_config_t *cfg;
   shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
   int fit;           /* the local ranks are no more than our cores: waits may busy-poll */
-  spin_state_t spin;
 } shm_transport_t;
 
 typedef struct {
@@ -426,14 +425,13 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
   /* Where ranks outnumber cores every wait yields: no need to know where the peers are. */
-  spin_mode_t mode = t->fit ? spin_choose(&t->spin, 1, where_peers_are(t, conns, n)) : SPIN_YIELD;
+  spin_mode_t mode = t->fit ? spin_choose(1, where_peers_are(t, conns, n)) : SPIN_YIELD;
   if (mode == SPIN_BUSY) {
     int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
     if (spin_busy_until(set_ready, &(wait_set_t){conns, n}, busy_us)) return WEFT_SUCCESS;
     budget_us -= busy_us;
   }
-  if (mode != SPIN_SLEEP && shm_spin_until_ready(conns, n, any_ready, budget_us))
-    return WEFT_SUCCESS;
+  if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   atomic_store(&bell->sleeping, 1);
