@@ -388,7 +388,7 @@ static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *
   *n = left < r->slice_elems ? left : r->slice_elems;
 }
 
-/* The stream has been posted up to slice j of its current op: on to the next. */
+/* The stream's current slice has been posted: on to the next. */
 static void stream_advance(run_t *r, stream_t *st) {
   if (++st->next_slice == r->states[st->ops[st->cur]].nslices) {
     st->cur++;
@@ -431,7 +431,9 @@ static weft_result_t post_desc_slot(run_t *r, stream_t *st, flight_t *f, int *po
   const char *data = NULL;
   size_t bytes = 0;
   int oi = st->nops > 0 ? st->ops[0] : -1;
-  if (oi < 0 || !first_send(r, oi, &data, &bytes) || bytes + DESC_SLOT_DATA > slot_bytes) oi = -1;
+  if (oi < 0 || !first_send(r, oi, &data, &bytes) || bytes == 0 ||
+      bytes + DESC_SLOT_DATA > slot_bytes)
+    oi = -1; /* the description alone; an empty message is never carried (0 says none) */
   uint32_t carried = oi < 0 ? 0 : (uint32_t)bytes;
   memcpy(slot, r->hdr_out, HDR_BYTES);
   memcpy(slot + HDR_BYTES, &carried, sizeof carried);
