@@ -26,6 +26,12 @@
 #include "kernels/reduce.h"
 
 #define HDR_BYTES CALL_DESC_BYTES
+/* Over a transport with desc_slot the description takes a whole slot: the description, then the
+ * length of the message carried in the slot (u32, 0: none), then from DESC_SLOT_DATA (aligned for
+ * the reduction's vector loads) that message, the stream's first. A whole slot, whatever it
+ * carries, so that both ends agree on the length of the first message before either has looked
+ * at the other's description: a mismatch is then always reported from the description. */
+#define DESC_SLOT_DATA 64
 #define AGREE_BYTES 32
 #define AGREE_MAGIC 0x57464147u /* "WFAG" */
 #define MAX_WINDOW 64
@@ -38,6 +44,8 @@ typedef struct {
   int op; /* schedule index, or -1 for the call description */
   size_t slice;
   xfer_t x;
+  /* A received description slot (DESC_SLOT_DATA): x.data points at it until it is looked at. */
+  int desc_slot;
   /* Device mode, reducing receives: the reduction was enqueued, and the fence after it. */
   int reducing;
   uint64_t ticket;
@@ -53,6 +61,8 @@ typedef struct stream {
   int cur;        /* position in ops of the op being posted */
   size_t next_slice;
   int hdr_pending; /* the call description still has to be posted on this stream */
+  int desc_slot;   /* ... as a whole slot, which may carry the first message (DESC_SLOT_DATA) */
+  int desc_wait;   /* receive: that slot has not been looked at: post nothing after it yet */
   flight_t *fifo;  /* `cap` entries, each set when posted: a small call's few slices need few,
                     * and zeroing `window` of them per stream (560 bytes each) was over a third
                     * of a small call's instructions */
@@ -184,9 +194,10 @@ static weft_result_t check_agree(run_t *r, int peer, int oi) {
   return WEFT_SUCCESS;
 }
 
-/* The call description a peer sent on this stream, against this rank's call. */
-static weft_result_t check_header(run_t *r, int peer) {
-  return call_desc_check(r->hdr_in, r->desc, r->ctx->rank, peer);
+/* The call description a peer sent on this stream (in flight f), against this rank's call. */
+static weft_result_t check_header(run_t *r, int peer, const flight_t *f) {
+  const unsigned char *in = f->desc_slot ? (const unsigned char *)f->x.data : r->hdr_in;
+  return call_desc_check(in, r->desc, r->ctx->rank, peer);
 }
 
 static stream_t *stream_for(run_t *r, int peer, int is_send) {
@@ -308,6 +319,9 @@ static weft_result_t setup(run_t *r) {
     stream_t *st = &r->streams[i];
     /* Connected first: whether a stream needs staging depends on its transport. */
     WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
+    const transport_ops_t *t = st->conn->ops;
+    st->desc_slot = st->hdr_pending && !r->device && t->desc_slot && t->lend_send &&
+                    t->commit_send && t->post_recv_inplace && t->release_recv;
     if (r->device && !recv_in_place(st))
       return WEFT_ERR(WEFT_ERR_INTERNAL,
                       "the %s transport to rank %d cannot lend received "
@@ -374,19 +388,164 @@ static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *
   *n = left < r->slice_elems ? left : r->slice_elems;
 }
 
+/* The stream's current slice has been posted: on to the next. */
+static void stream_advance(run_t *r, stream_t *st) {
+  if (++st->next_slice == r->states[st->ops[st->cur]].nslices) {
+    st->cur++;
+    st->next_slice = 0;
+  }
+}
+
+/* Where the first slice of send op `oi` lies and its length, if it may be sent now (its
+ * dependencies met, and not written by a fused step): else 0. */
+static int first_send(run_t *r, int oi, const char **data, size_t *bytes) {
+  const sched_op_t *op = &r->s->ops[oi];
+  if (!is_send_kind(op->kind) || r->states[oi].fed || dep_ready(r, op, r->states[oi].nslices) == 0)
+    return 0;
+  if (op->kind == SCHED_SEND_TOKEN && op->agree.on) {
+    unsigned char *a = r->agree + (size_t)oi * AGREE_BYTES;
+    agree_encode(a, r->desc, &op->agree);
+    *data = (const char *)a;
+    *bytes = AGREE_BYTES;
+  } else if (op->kind == SCHED_SEND_TOKEN) {
+    *data = (const char *)r->token;
+    *bytes = 1;
+  } else {
+    size_t first, n;
+    slice_range(r, op, 0, &first, &n);
+    *data = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+    *bytes = n * r->esize;
+  }
+  return 1;
+}
+
+/* Send streams with desc_slot: the description in a lent slot, with the stream's first message
+ * after it when that is ready and fits. *posted = 0 while the transport has no free slot. */
+static weft_result_t post_desc_slot(run_t *r, stream_t *st, flight_t *f, int *posted) {
+  size_t slot_bytes = r->ctx->config->slice_bytes;
+  char *slot = NULL;
+  *posted = 0;
+  f->x.device = 0;
+  WEFT_CHECK(st->conn->ops->lend_send(st->conn, slot_bytes, &f->x, &slot));
+  if (!slot) return WEFT_SUCCESS;
+  const char *data = NULL;
+  size_t bytes = 0;
+  int oi = st->nops > 0 ? st->ops[0] : -1;
+  if (oi < 0 || !first_send(r, oi, &data, &bytes) || bytes == 0 ||
+      bytes + DESC_SLOT_DATA > slot_bytes)
+    oi = -1; /* the description alone; an empty message is never carried (0 says none) */
+  uint32_t carried = oi < 0 ? 0 : (uint32_t)bytes;
+  memcpy(slot, r->hdr_out, HDR_BYTES);
+  memcpy(slot + HDR_BYTES, &carried, sizeof carried);
+  if (carried) memcpy(slot + DESC_SLOT_DATA, data, bytes);
+  WEFT_CHECK(st->conn->ops->commit_send(st->conn, &f->x));
+  r->ctx->stats.messages++;
+  f->op = oi;
+  f->slice = 0;
+  f->desc_slot = 0;
+  if (carried) {
+    if (!is_token_kind(r->s->ops[oi].kind)) r->ctx->stats.slot_bytes += bytes;
+    stream_advance(r, st);
+  }
+  *posted = 1;
+  return WEFT_SUCCESS;
+}
+
+/* Receive streams: the description slot at the head has arrived. The description is checked
+ * first (a mismatch is reported from it, never from the data); then the slot is either freed
+ * (nothing carried) or becomes the flight of the stream's first message, slice 0 of its first
+ * op, lying in the slot after the description. *open = 0 (nothing changed) while that op's
+ * dependencies are not met: its data must not be used before. */
+static weft_result_t open_desc_slot(run_t *r, stream_t *st, flight_t *f, int *open) {
+  *open = 0;
+  WEFT_CHECK(check_header(r, st->peer, f));
+  uint32_t carried;
+  memcpy(&carried, f->x.data + HDR_BYTES, sizeof carried);
+  if (carried == 0) {
+    WEFT_CHECK(st->conn->ops->release_recv(st->conn, &f->x));
+    f->desc_slot = 0;
+    st->desc_wait = 0;
+    *open = 1;
+    return WEFT_SUCCESS;
+  }
+  int oi = st->nops > 0 ? st->ops[0] : -1;
+  const sched_op_t *op = oi < 0 ? NULL : &r->s->ops[oi];
+  size_t first = 0, n = 0, bytes = 0;
+  if (op && is_token_kind(op->kind)) {
+    bytes = op->agree.on ? AGREE_BYTES : 1;
+  } else if (op) {
+    slice_range(r, op, 0, &first, &n);
+    bytes = n * r->esize;
+  }
+  if (!op || is_send_kind(op->kind) || carried != bytes ||
+      carried + DESC_SLOT_DATA > r->ctx->config->slice_bytes)
+    return WEFT_ERR(WEFT_ERR_MISMATCH,
+                    "rank %d sent %u bytes with its call description where this rank expected "
+                    "%zu (the ranks run different schedules)",
+                    st->peer, carried, bytes);
+  if (dep_ready(r, op, r->states[oi].nslices) == 0) return WEFT_SUCCESS;
+  f->desc_slot = 0;
+  st->desc_wait = 0;
+  f->op = oi;
+  f->slice = 0;
+  f->x.data += DESC_SLOT_DATA;
+  stream_advance(r, st);
+  *open = 1;
+  /* Kinds that land in the peer's slot read it there (retire); the others are copied out now,
+   * as the transport would have copied them. */
+  int in_slot =
+      sched_is_reduce(op->kind) || (op->kind == SCHED_RECV_COPY_SEND && r->states[oi].fused);
+  if (in_slot) return WEFT_SUCCESS;
+  char *dst;
+  if (op->kind == SCHED_RECV_TOKEN)
+    dst = op->agree.on ? (char *)r->agree + (size_t)oi * AGREE_BYTES : (char *)r->token + 1;
+  else
+    dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
+  memcpy(dst, f->x.data, bytes);
+  if (!is_token_kind(op->kind) && op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += bytes;
+  return st->conn->ops->release_recv(st->conn, &f->x);
+}
+
 static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
   const transport_ops_t *t = st->conn->ops;
   while (st->count < st->cap) {
     int slot = (st->head + st->count) % st->cap;
     flight_t *f = &st->fifo[slot];
+    if (st->hdr_pending && st->desc_slot) {
+      f->reducing = 0;
+      f->filling = 0;
+      if (st->is_send) {
+        int posted = 0;
+        WEFT_CHECK(post_desc_slot(r, st, f, &posted));
+        if (!posted) break;
+      } else {
+        f->op = -1;
+        f->slice = 0;
+        f->desc_slot = 1;
+        f->x.device = 0;
+        WEFT_CHECK(t->post_recv_inplace(st->conn, r->ctx->config->slice_bytes, &f->x));
+        st->desc_wait = 1;
+      }
+      if (r->ctx->trace)
+        trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
+                   weft_algo_name(r->desc->algo), r->desc->seq, -1, -1,
+                   r->ctx->config->slice_bytes);
+      st->hdr_pending = 0;
+      st->count++;
+      *progressed = 1;
+      continue;
+    }
+    if (st->desc_wait) break; /* what follows depends on what the description slot carries */
     if (st->hdr_pending) {
       f->op = -1;
       f->slice = 0;
+      f->desc_slot = 0;
       f->reducing = 0;
       f->filling = 0;
       f->x.device = 0;
       WEFT_CHECK(st->is_send ? t->post_send(st->conn, r->hdr_out, HDR_BYTES, &f->x)
                              : t->post_recv(st->conn, r->hdr_in, HDR_BYTES, &f->x));
+      r->ctx->stats.messages += (uint64_t)st->is_send;
       if (r->ctx->trace)
         trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
                    weft_algo_name(r->desc->algo), r->desc->seq, -1, -1, HDR_BYTES);
@@ -404,6 +563,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     if (dep_ready(r, op, r->states[oi].nslices) <= j) break;
     f->op = oi;
     f->slice = j;
+    f->desc_slot = 0;
     f->reducing = 0;
     f->filling = 0;
     f->x.device = r->device && !is_token_kind(op->kind);
@@ -463,12 +623,10 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
     if (r->ctx->trace)
       trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
                  weft_algo_name(r->desc->algo), r->desc->seq, op->step, (long)j, bytes);
+    r->ctx->stats.messages += (uint64_t)st->is_send;
     st->count++;
     *progressed = 1;
-    if (++st->next_slice == r->states[oi].nslices) {
-      st->cur++;
-      st->next_slice = 0;
-    }
+    stream_advance(r, st);
   }
   return WEFT_SUCCESS;
 }
@@ -511,6 +669,7 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
   if (!*slot) return WEFT_SUCCESS;
   e->op = op->fwd;
   e->slice = f->slice;
+  e->desc_slot = 0;
   e->reducing = 0;
   e->filling = 0;
   *sf = e;
@@ -531,6 +690,7 @@ static void fused_advance(run_t *r, stream_t *out, int fwd, size_t bytes) {
   }
   r->ctx->stats.slot_bytes += bytes;
   r->ctx->stats.fused_slices++;
+  r->ctx->stats.messages++;
 }
 
 /* Host mode: the one pass of a fused step, from the received slice `in` into the lent slot
@@ -706,7 +866,7 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
       trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     }
     if (f->op < 0) {
-      if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
+      if (!st->is_send) WEFT_CHECK(check_header(r, st->peer, f));
     } else {
       if (r->s->ops[f->op].agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
       r->states[f->op].done++;
@@ -722,6 +882,13 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
   if (r->device) return retire_device(r, st, progressed);
   while (st->count > 0 && st->fifo[st->head].x.complete) {
     flight_t *f = &st->fifo[st->head];
+    int opened = f->desc_slot; /* its description is checked by open_desc_slot */
+    if (f->desc_slot) {
+      int open = 0;
+      WEFT_CHECK(open_desc_slot(r, st, f, &open));
+      if (!open) break;
+      *progressed = 1;
+    }
     if (f->op >= 0 && !st->is_send && r->states[f->op].fused) {
       int done = 0;
       WEFT_CHECK(fused_retire(r, st, f, &done));
@@ -734,7 +901,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
     }
     if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, st->is_send, st->head);
     if (f->op < 0) {
-      if (!st->is_send) WEFT_CHECK(check_header(r, st->peer));
+      if (!st->is_send && !opened) WEFT_CHECK(check_header(r, st->peer, f));
     } else {
       const sched_op_t *op = &r->s->ops[f->op];
       if (op->agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
@@ -895,7 +1062,7 @@ static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
       if ((f->op >= 0 && !agrees) || !f->x.complete) continue;
       char msg[ERR_MSG_MAX];
       snprintf(msg, sizeof msg, "%s", err_last());
-      weft_result_t hdr = agrees ? check_agree(r, st->peer, f->op) : check_header(r, st->peer);
+      weft_result_t hdr = agrees ? check_agree(r, st->peer, f->op) : check_header(r, st->peer, f);
       if (hdr != WEFT_SUCCESS) return hdr;
       err_set_message(res, msg);
     }

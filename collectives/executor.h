@@ -9,7 +9,8 @@
  * recvReduceCopySend do; exec_stats_t counts what was written where. Before any data, each rank sends a description of the call (the
  * collective, its sequence number, count, dtype, op, root) to its right ring neighbour and checks
  * the one from its left: ranks that disagree fail with WEFT_ERR_MISMATCH instead of exchanging
- * garbage.
+ * garbage. Over shm (transport.h's desc_slot) the description takes a whole slot and carries the
+ * stream's first message after it: a small call sends one message per hop instead of two.
  *
  * Device buffers (exec_run's `device`): the same schedule and the same loop; the transports move
  * device memory themselves (CUDA IPC slots, or pinned staging over TCP), and what the host loop
@@ -42,6 +43,7 @@ typedef struct {
   uint64_t recvbuf_bytes; /* written into the caller's output: receives, reductions, copies */
   uint64_t slot_bytes;    /* written into memory the peers read: every message sent */
   uint64_t fused_slices;  /* slices that went through a fused step */
+  uint64_t messages;      /* messages sent, call descriptions included */
 } exec_stats_t;
 
 /* The communicator side the executor needs: who we are, connections on demand, and scratch memory

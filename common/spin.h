@@ -5,7 +5,17 @@
  * between polls give the core away with sched_yield. With a free core the yield returns at once
  * (a busy poll, the lowest latency); with a runnable peer on this core the peer runs, which is
  * what we are waiting for. After `budget_us` the caller sleeps, so a long wait costs no CPU.
- * Measured, 4 ranks on 2 cores, 4 KiB all-reduce: 100 us -> 35 us over shm, 96 -> 68 over TCP. */
+ * Measured, 4 ranks on 2 cores, 4 KiB all-reduce: 100 us -> 35 us over shm, 96 -> 68 over TCP.
+ *
+ * Where the peers of a wait run on other cores (the shm transport can tell: each rank publishes
+ * the core it waits on), the yield is pure cost: a system call per poll, ~0.5 us on a virtual
+ * machine, during which the peer's message arrives unseen. There the wait first polls without
+ * system calls for up to SPIN_BUSY_US (spin_choose says when). Where they share this core, or
+ * ranks outnumber cores, the yield is what lets them run: every poll yields, as before.
+ * (Two ranks that yield to each other can stay on one core for a long time, each always
+ * cache-hot: 2.5 us for an 8-byte all-reduce instead of 0.6 on a loaded 2-core host. Sleeping
+ * on every 16th such wait, so that the wake-up would place the rank anew, did not separate
+ * them there and cost 30% at 64 KiB: results/2026-11-28-shm-small-calls.) */
 #ifndef WEFT_COMMON_SPIN_H_
 #define WEFT_COMMON_SPIN_H_
 
@@ -14,10 +24,48 @@
 
 #include "common/clock.h"
 
+/* How long a wait polls without system calls when its peers run on other cores. Long enough for
+ * a peer's small-message round (1-15 us here, 8 B to 64 KiB), short enough that a process that
+ * shares this core with us waits no longer than a time slice's fraction for it. */
+#define SPIN_BUSY_US 50
+
+/* How a wait polls before it sleeps. */
+typedef enum {
+  SPIN_YIELD, /* poll, yielding the core between polls (the peer may need it) */
+  SPIN_BUSY,  /* poll without system calls first, then as SPIN_YIELD */
+} spin_mode_t;
+
+/* Where the peers of a wait run, as far as this rank can tell. */
+typedef enum {
+  SPIN_PEERS_UNKNOWN, /* a peer's core is not published (or not known) */
+  SPIN_PEERS_APART,   /* every peer waited on last ran on another core */
+  SPIN_PEERS_HERE,    /* one of them last ran on this rank's core */
+} spin_peers_t;
+
+/* The mode for one wait. `fit`: the ranks on this host are no more than the cores this process
+ * may run on, so a busy poll takes no core a rank of the job needs; otherwise (and where a peer
+ * shares this core, or its core is unknown) every wait yields, as before. */
+static inline spin_mode_t spin_choose(int fit, spin_peers_t peers) {
+  return fit && peers == SPIN_PEERS_APART ? SPIN_BUSY : SPIN_YIELD;
+}
+
 /* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */
 static inline int64_t spin_budget_us(int spin_us, int timeout_ms) {
   int64_t cap = (int64_t)timeout_ms * 1000;
   return spin_us < cap ? spin_us : cap;
+}
+
+/* Polls ready(arg) without giving the core away until it returns nonzero (then returns 1) or
+ * budget_us has passed (then 0). No PAUSE instruction: in a virtual machine a PAUSE loop makes
+ * the hypervisor deschedule the vCPU (pause-loop exiting). */
+static inline int spin_busy_until(int (*ready)(void *), void *arg, int64_t budget_us) {
+  if (budget_us <= 0) return 0;
+  int64_t end = clock_now_ns() + budget_us * 1000;
+  do {
+    for (int i = 0; i < 16; i++) /* the clock read costs more than a poll */
+      if (ready(arg)) return 1;
+  } while (clock_now_ns() < end);
+  return ready(arg);
 }
 
 /* Polls ready(arg) until it returns nonzero (then returns 1) or budget_us has passed (then 0). */

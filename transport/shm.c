@@ -28,13 +28,15 @@
  * the other with process_vm_readv and publishes the outcome (can_read); a refusal leaves that
  * direction on the slot path for good, with one WEFT_DEBUG line.
  *
- * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h), then a
- * futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
+ * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h; without
+ * the yields at first where the peers run on other cores, never where ranks outnumber cores), then
+ * a futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
  * freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
  * wait within one executor wait slice (200 ms), never a hang. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,7 @@ typedef struct shm_transport {
   const weft_config_t *cfg;
   shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
   uint64_t probe;    /* probe_word(): what a peer's probe read must find here */
+  int fit;           /* the local ranks are no more than our cores: waits may busy-poll */
 } shm_transport_t;
 
 /* A sent message whose described slots the peer may still read: it completes once `end` (the
@@ -158,6 +161,8 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
   }
   weft_result_t res = shm_bells_attach(&t->bells, peers, pids, n);
   free(pids);
+  cpu_set_t cpus;
+  t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && n + 1 <= CPU_COUNT(&cpus);
   return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 
@@ -616,6 +621,34 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
+typedef struct {
+  conn_t *const *conns;
+  int n;
+} wait_set_t;
+
+static int set_ready(void *arg) {
+  const wait_set_t *w = arg;
+  return any_ready(w->conns, w->n);
+}
+
+/* Publishes the core this rank waits on, and says where the peers it waits for last waited. */
+static spin_peers_t where_peers_are(shm_transport_t *t, conn_t *const *conns, int n) {
+  int cpu = sched_getcpu();
+  if (cpu < 0) return SPIN_PEERS_UNKNOWN;
+  /* Relaxed: a hint for the peers' next choice, read racily on purpose. */
+  if (atomic_load_explicit(&t->bells.mine->cpu, memory_order_relaxed) != cpu + 1)
+    atomic_store_explicit(&t->bells.mine->cpu, cpu + 1, memory_order_relaxed);
+  spin_peers_t where = SPIN_PEERS_APART;
+  for (int i = 0; i < n; i++) {
+    const shm_conn_t *c = (const shm_conn_t *)conns[i];
+    if (!waiting(c)) continue;
+    int32_t theirs = atomic_load_explicit(&c->peer_bell->cpu, memory_order_relaxed);
+    if (theirs == 0) return SPIN_PEERS_UNKNOWN;
+    if (theirs == cpu + 1) where = SPIN_PEERS_HERE;
+  }
+  return where;
+}
+
 static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
@@ -624,9 +657,17 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   if (!busy) return WEFT_SUCCESS;
   /* No PAUSE-instruction spin first: in a virtual machine a PAUSE loop makes the hypervisor
    * deschedule the vCPU (pause-loop exiting). 300 PAUSEs before the yielding polls made a 4 KiB
-   * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. */
-  const shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
+   * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. The
+   * busy phase (spin_choose: only with a core per local rank, peers on other cores) has none. */
+  shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  /* Where ranks outnumber cores every wait yields: no need to know where the peers are. */
+  spin_mode_t mode = t->fit ? spin_choose(1, where_peers_are(t, conns, n)) : SPIN_YIELD;
+  if (mode == SPIN_BUSY) {
+    int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
+    if (spin_busy_until(set_ready, &(wait_set_t){conns, n}, busy_us)) return WEFT_SUCCESS;
+    budget_us -= busy_us;
+  }
   /* Described slots the peer has not claimed within TAKE_BACK_US are copied by us after all: a
    * peer that runs now claims a slot within microseconds of head moving, while one that is
    * descheduled (more ranks than cores) or busy elsewhere would hold our message, and with it our
@@ -741,4 +782,5 @@ const transport_ops_t shm_transport_ops = {
     .commit_send = shm_commit_send,
     .peek_recv = shm_peek_recv,
     .connect_pending = shm_connect_pending,
+    .desc_slot = 1,
 };

@@ -24,6 +24,9 @@ typedef struct {
   _Atomic uint32_t bell;     /* bumped by every peer that has news for this rank */
   _Atomic uint32_t sleeping; /* set while the owner futex-waits, else wakers skip the syscall */
   _Atomic int32_t attached;  /* peers that mapped this doorbell; the last one unlinks it */
+  /* 1 + the core the owner last waited on, 0 unknown (spin.h). Its own cache line, stored only
+   * when it changes: peers read it at every wait, and the bumps of `bell` must not move it. */
+  _Alignas(64) _Atomic int32_t cpu;
 } shm_bell_t;
 
 /* One direction. head and tail sit on their own cache lines: each is written by one side only. */

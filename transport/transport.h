@@ -126,6 +126,10 @@ struct transport_ops {
    * starts that connect here and moves it on at each call; a later connect() finishes it rather
    * than opening a second connection. An error means the peer cannot be connected (gone). */
   weft_result_t (*connect_pending)(transport_t *t, int peer, const void *peer_blob, conn_t **out);
+  /* Nonzero: a whole slot of config slice_bytes costs no more to lend, commit and receive in
+   * place than a short message (only what is written moves), so the executor sends a call's
+   * description as one such slot, with the stream's first message inside (executor.c). */
+  int desc_slot;
 };
 
 #define TRANSPORT_PEEK_CLOSED (-1)

@@ -49,4 +49,27 @@ TEST(Spin, BudgetIsTheKnobCappedByTheWaitsTimeout) {
   EXPECT_EQ(spin_budget_us(0, 200), 0);
 }
 
+TEST(Spin, BusyPollReturnsAsSoonAsReadyAndGivesUpAfterItsBudget) {
+  Counter c;
+  c.ready_at = 40;  // past the first batch of polls between clock reads
+  EXPECT_EQ(spin_busy_until(count_ready, &c, 10 * 1000 * 1000), 1);
+  EXPECT_EQ(c.calls, 40);
+  Counter never;
+  int64_t start = clock_now_ns();
+  EXPECT_EQ(spin_busy_until(count_ready, &never, 1000), 0);
+  EXPECT_GE((clock_now_ns() - start) / 1000, 1000);
+  Counter none;
+  EXPECT_EQ(spin_busy_until(count_ready, &none, 0), 0);
+  EXPECT_EQ(none.calls, 0);
+}
+
+// Ranks that outnumber the cores, peers on this core or unknown: every wait yields, as before.
+TEST(SpinChoose, BusyPollsOnlyWithACorePerRankAndThePeersOnOtherCores) {
+  EXPECT_EQ(spin_choose(1, SPIN_PEERS_APART), SPIN_BUSY);
+  EXPECT_EQ(spin_choose(0, SPIN_PEERS_APART), SPIN_YIELD);
+  EXPECT_EQ(spin_choose(1, SPIN_PEERS_HERE), SPIN_YIELD);
+  EXPECT_EQ(spin_choose(1, SPIN_PEERS_UNKNOWN), SPIN_YIELD);
+  EXPECT_EQ(spin_choose(0, SPIN_PEERS_HERE), SPIN_YIELD);
+}
+
 }  // namespace

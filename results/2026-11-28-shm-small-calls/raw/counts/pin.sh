@@ -1,0 +1,2 @@
+#!/bin/sh
+exec taskset -c $((RANK % 2)) "$@"
