@@ -250,7 +250,9 @@ TEST(NcclApi, ConfigsOfEverySizeAndSplit) {
               "config of " + std::to_string(s.size) + " bytes: " + ncclGetLastError(nullptr));
           ncclResult_t state = ncclInProgress;
           while (state == ncclInProgress) CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
-          CHECK_TRUE(state == ncclSuccess, "init state");
+          CHECK_TRUE(state == ncclSuccess, "init state with a config of " +
+                                               std::to_string(s.size) + " bytes: " +
+                                               ncclGetLastError(comm));
           CHECK_TRUE(cfg.guard_intact(s.size),
                      "wrote past a config of " + std::to_string(s.size) + " bytes");
           int32_t x = rank;
