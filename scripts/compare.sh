@@ -83,13 +83,19 @@ done
 # --- does this weft know WEFT_TRANSPORT? ----------------------------------------------------------
 # Known if a bogus value makes init fail, or the name is compiled in at all; otherwise setting it
 # changes nothing and the tcp/shm columns would only repeat auto, so they become n/a.
-run_weft() { timeout 300 "$wbin/tools/weft-run" -n "$1" --no-prefix -- "$wbin/tools/peers/weft_bench" "${@:2}"; }
+# A core per rank where they fit, as mpirun binds (docs/launching.md, --bind).
+run_weft() {
+  local bind=none
+  [ "$1" -le "$(nproc)" ] && bind=core
+  timeout 300 "$wbin/tools/weft-run" -n "$1" --bind $bind --no-prefix -- "$wbin/tools/peers/weft_bench" "${@:2}"
+}
 knob=no
 if grep -q WEFT_TRANSPORT "$wbin/tools/peers/weft_bench" ||
    ! WEFT_TRANSPORT=no-such-transport run_weft 2 -b 4K -e 4K -n 1 -w 0 >/dev/null 2>&1; then
   knob=yes
 fi
 echo "weft_knows_WEFT_TRANSPORT $knob" | tee -a "$out/limits.txt"
+echo "weft_binding a core per rank where ranks <= $(nproc) cores (weft-run --bind core), else none" | tee -a "$out/limits.txt"
 
 # --- runs: one log per library/variant/rank count; a failed run is kept and becomes n/a ----------
 mpi=(mpirun --oversubscribe)

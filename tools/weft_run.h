@@ -2,6 +2,7 @@
 #ifndef WEFT_TOOLS_WEFT_RUN_H_
 #define WEFT_TOOLS_WEFT_RUN_H_
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -20,6 +21,9 @@
 /* --nccl: how the ranks get weft's libnccl.so.2 in place of NVIDIA's. */
 enum { WR_NCCL_OFF = 0, WR_NCCL_AUDIT, WR_NCCL_PRELOAD };
 
+/* --bind: where each rank may run. */
+enum { WR_BIND_NONE = 0, WR_BIND_CORE };
+
 typedef struct {
   int nproc;               /* ranks on this node */
   int nnodes;              /* nodes in the job */
@@ -37,6 +41,8 @@ typedef struct {
   const char *nccl_library;     /* --nccl-library PATH, or NULL */
   char nccl_lib[WR_PATH_MAX];   /* weft's libnccl.so.2, once wr_nccl_resolve found it */
   char nccl_audit[WR_PATH_MAX]; /* libweft_nccl_audit.so beside it (WR_NCCL_AUDIT) */
+  int bind;                     /* WR_BIND_* */
+  cpu_set_t *bind_sets;         /* WR_BIND_CORE: local rank i's CPUs, nproc of them */
 } wr_opts;
 
 /* Parses the command line into `o`. Returns WR_EXIT_OK to go on, WR_EXIT_USAGE with a message in
@@ -57,6 +63,18 @@ int wr_nccl_resolve(wr_opts *o, char *err, size_t errlen);
 /* In a rank, before exec: LD_AUDIT (or LD_PRELOAD) gets weft's file appended to what it held, and
  * WEFT_NCCL_LIBRARY names the library the audit module is to load. */
 void wr_nccl_setenv(const wr_opts *o);
+
+/* The cores among `allowed`, each as its set of logical CPUs (hardware threads of one core
+ * together, by sysfs_cpu/cpuN/topology), in order of their lowest CPU, into cores[0..max).
+ * Returns how many there are, max + 1 where there are more. */
+int wr_bind_cores(const cpu_set_t *allowed, const char *sysfs_cpu, cpu_set_t *cores, int max);
+
+/* --bind core: gives each local rank a core of the launcher's CPU set (o->bind_sets); refuses
+ * more ranks than cores. Does nothing for --bind none. */
+int wr_bind_plan(wr_opts *o, char *err, size_t errlen);
+
+/* In a rank's child before exec: restricts it to its planned CPUs. 0, or -1 with errno. */
+int wr_bind_rank(const wr_opts *o, int local);
 
 /* Forks local rank `local` with its environment set, stdout and stderr into new pipes whose read
  * ends are returned, in its own process group. Returns its pid, or -1 with a message in `err`. */

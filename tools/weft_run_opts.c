@@ -34,6 +34,13 @@ void wr_print_usage(FILE *f) {
           "      --master-port PORT  port of rank 0 (default: a free port; required if M > 1)\n"
           "      --no-prefix         pass output lines through unchanged\n"
           "      --timeout SECONDS   stop every rank and exit with status 124 after this long\n"
+          "      --bind none|core    none (the default, as torchrun): ranks run wherever the\n"
+          "                          scheduler puts them; core: local rank i runs on the i-th\n"
+          "                          physical core of weft-run's own CPU set (all its hardware\n"
+          "                          threads), as mpirun binds; refused if ranks outnumber\n"
+          "                          cores. For benchmarks: two ranks that share a core wait on\n"
+          "                          each other; several jobs side by side would stack on the\n"
+          "                          same cores\n"
           "      --nccl[=audit|preload]\n"
           "                          run the ranks with weft's libnccl.so.2 in place of\n"
           "                          NVIDIA's, for programs built for NCCL (torch's\n"
@@ -92,7 +99,8 @@ enum {
   OPT_NO_PREFIX,
   OPT_TIMEOUT,
   OPT_NCCL,
-  OPT_NCCL_LIBRARY
+  OPT_NCCL_LIBRARY,
+  OPT_BIND
 };
 
 /* The underscore spellings are torchrun's, accepted so its command lines carry over. */
@@ -110,6 +118,7 @@ static const struct option long_opts[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"nccl", optional_argument, NULL, OPT_NCCL},
     {"nccl-library", required_argument, NULL, OPT_NCCL_LIBRARY},
+    {"bind", required_argument, NULL, OPT_BIND},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -177,6 +186,16 @@ int wr_parse_opts(int argc, char **argv, wr_opts *o, char *err, size_t errlen) {
                    "--nccl: '%s' is neither audit nor preload (weft's file is "
                    "named with --nccl-library PATH)",
                    optarg);
+          return WR_EXIT_USAGE;
+        }
+        break;
+      case OPT_BIND:
+        if (strcmp(optarg, "none") == 0) {
+          o->bind = WR_BIND_NONE;
+        } else if (strcmp(optarg, "core") == 0) {
+          o->bind = WR_BIND_CORE;
+        } else {
+          snprintf(err, errlen, "--bind: '%s' is neither none nor core", optarg);
           return WR_EXIT_USAGE;
         }
         break;
@@ -324,6 +343,7 @@ static int make_token(wr_opts *o, char *err, size_t errlen) {
 
 int wr_finish_opts(wr_opts *o, char *err, size_t errlen) {
   if (wr_nccl_resolve(o, err, errlen) != WR_EXIT_OK) return WR_EXIT_USAGE;
+  if (wr_bind_plan(o, err, errlen) != WR_EXIT_OK) return WR_EXIT_USAGE;
   if (o->master_port == 0) {
     if (o->nnodes > 1) {
       snprintf(err, errlen, "--master-port is required with --nnodes %d", o->nnodes);

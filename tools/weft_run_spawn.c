@@ -85,6 +85,12 @@ static void exec_rank(const wr_opts *o, int local, int out_fd, int err_fd, pid_t
   if (o->job_token[0]) setenv("WEFT_JOB_TOKEN", o->job_token, 1);
   wr_nccl_setenv(o);
 
+  if (wr_bind_rank(o, local) != 0) {
+    fprintf(stderr, "weft-run: rank %d: cannot bind to its core: %s\n", rank, strerror(errno));
+    fflush(stderr);
+    _exit(126);
+  }
+
   execvp(o->argv[0], o->argv);
   int e = errno;
   fprintf(stderr, "weft-run: rank %d: cannot run '%s': %s\n", rank, o->argv[0], strerror(e));
