@@ -517,12 +517,12 @@ static weft_result_t send_progress(ipc_conn_t *c, int *progressed) {
       if (res != WEFT_SUCCESS)
         return err_context(res, "device copy of a message to rank %d", c->base.peer);
       e->fenced = 1;
-      c->seg.len[c->side][i] = (uint32_t)k | DEV_BIT;
+      c->seg.hdr[c->side][i].len = (uint32_t)k | DEV_BIT;
     } else {
       k = p->left < HOST_SLOT ? p->left : HOST_SLOT;
       memcpy(host_slot(c, c->side, i), p->ptr, k);
       e->fenced = 0;
-      c->seg.len[c->side][i] = (uint32_t)k;
+      c->seg.hdr[c->side][i].len = (uint32_t)k;
     }
     e->owner = x;
     e->last = k == p->left;
@@ -564,7 +564,7 @@ static weft_result_t ipc_lend_send(conn_t *base, size_t len, xfer_t *x, char **s
   e->fenced = 0; /* the caller waited for its own fence before it commits */
   e->last = 1;
   e->lent = 1;
-  c->seg.len[c->side][i] = (uint32_t)len | DEV_BIT; /* read by the peer only once head passes */
+  c->seg.hdr[c->side][i].len = (uint32_t)len | DEV_BIT; /* read by the peer only once head passes */
   c->assigned++;
   x->complete = 0;
   x->parts_left = 1;
@@ -627,7 +627,7 @@ static weft_result_t recv_progress(ipc_conn_t *c, int *progressed) {
     xfer_part_t *p = c->recv_head;
     xfer_t *x = p->owner;
     uint64_t i = c->rcur % n;
-    uint32_t word = c->seg.len[ps][i];
+    uint32_t word = c->seg.hdr[ps][i].len;
     int dev_msg = (word & DEV_BIT) != 0;
     size_t got = word & ~DEV_BIT, cap = x->device ? c->slot_bytes : HOST_SLOT;
     size_t k = p->left < cap ? p->left : cap;

@@ -2,7 +2,9 @@
  *
  * Each pair of ranks shares one segment (shm_ring.h) with a ring per direction of WEFT_SHM_SLOTS
  * slots of WEFT_SLICE_BYTES. A sender copies a message into the next free slots and publishes
- * them by moving `head` (release); the receiver copies them out, or, for a reducing receive,
+ * each in its header line (shm_slot_hdr_t.seq, release), which the receiver polls: one cache
+ * miss tells it a slot came, its length and its mode. The receiver copies them out, or, for a
+ * reducing receive,
  * hands the executor a pointer into the slot itself (post_recv_inplace) and frees it when the
  * reduction is done (release_recv): the reduction reads the peer's bytes once, with no staging
  * copy. Slots are freed in order by moving `tail` (release). Messages larger than a slot go
@@ -90,7 +92,8 @@ typedef struct {
   shm_seg_t seg;
   shm_ring_ctl_t *out, *in;
   shm_bell_t *peer_bell;
-  uint64_t head;        /* our copy of out->head */
+  uint64_t head;        /* slots published so far (shm_slot_hdr_t.seq of the last) */
+  uint64_t tail_seen;   /* out->tail when last read: reread only when the ring looks full */
   uint64_t lent;        /* outgoing slots lent to a fused step (lend_send): head .. lent-1 */
   int want_slot;        /* the last lend_send found the ring full: wait() waits for room too */
   uint64_t rcur;        /* next incoming slot to hand to a receive */
@@ -282,6 +285,27 @@ static void publish_plain(shm_conn_t *c) {
     atomic_store_explicit(&c->in->plain_end, end, memory_order_relaxed);
 }
 
+/* Publishes outgoing slot i, the next in the stream, once everything else about it is written. */
+static void publish(shm_conn_t *c, size_t i) {
+  atomic_store_explicit(&c->seg.hdr[c->side][i].seq, ++c->head, memory_order_release);
+}
+
+/* Whether `taken` outgoing slots leave one free. The peer's tail is read only when our last look
+ * says the ring is full: that cache line moves on every slot the peer frees, and a small call
+ * would otherwise wait for it once per message. */
+static int has_room(shm_conn_t *c, uint64_t taken) {
+  uint64_t n = (uint64_t)c->seg.nslots;
+  if (taken - c->tail_seen < n) return 1;
+  c->tail_seen = atomic_load_explicit(&c->out->tail, memory_order_acquire);
+  return taken - c->tail_seen < n;
+}
+
+/* Whether the next incoming slot is published (the acquire pairs with publish's release). */
+static int slot_arrived(const shm_conn_t *c) {
+  const shm_slot_hdr_t *h = &c->seg.hdr[1 - c->side][c->rcur % (uint64_t)c->seg.nslots];
+  return atomic_load_explicit(&h->seq, memory_order_acquire) == c->rcur + 1;
+}
+
 /* Queues one message; ptr NULL marks an in-place receive. */
 static void post(shm_conn_t *c, char *ptr, size_t len, xfer_t *x, int is_send) {
   if (is_send)
@@ -328,14 +352,14 @@ static weft_result_t shm_lend_send(conn_t *base, size_t len, xfer_t *x, char **s
   if (c->send_head) return WEFT_SUCCESS;
   if (c->lent < c->head) c->lent = c->head;
   uint64_t n = (uint64_t)c->seg.nslots;
-  if (c->lent - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) {
+  if (!has_room(c, c->lent)) {
     c->want_slot = 1; /* the peer has not freed a slot yet */
     return WEFT_SUCCESS;
   }
   c->want_slot = 0;
   size_t i = (size_t)(c->lent++ % n);
-  c->seg.len[c->side][i] = (uint32_t)len; /* read by the peer only once head passes it */
-  atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_BYTES, memory_order_relaxed);
+  c->seg.hdr[c->side][i].len = (uint32_t)len; /* read by the peer only once published */
+  atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_BYTES, memory_order_relaxed);
   x->complete = 0;
   x->parts_left = 1;
   x->data = c->seg.data[c->side] + i * c->seg.slot_bytes;
@@ -348,7 +372,7 @@ static weft_result_t shm_commit_send(conn_t *base, xfer_t *x) {
   size_t i = (size_t)(c->head % (uint64_t)c->seg.nslots);
   if (c->head >= c->lent || x->data != c->seg.data[c->side] + i * c->seg.slot_bytes)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "shm commit to rank %d out of lending order", base->peer);
-  atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
+  publish(c, i);
   shm_bell_ring(c->peer_bell);
   x->data = NULL;
   x->parts_left = 0;
@@ -393,20 +417,20 @@ static void send_progress(shm_conn_t *c, int *progressed) {
   uint64_t n = (uint64_t)c->seg.nslots;
   size_t slot = c->seg.slot_bytes;
   while (c->send_head) {
-    if (c->head - atomic_load_explicit(&c->out->tail, memory_order_acquire) >= n) break;
+    if (!has_room(c, c->head)) break;
     xfer_part_t *p = c->send_head;
     size_t k = p->left < slot ? p->left : slot, i = (size_t)(c->head % n);
-    /* The mode and address are published by the release store of head below. */
+    /* The mode and address are published with the slot below. */
     if (describe(c, p->owner, k)) {
-      c->seg.addr[c->side][i] = (uint64_t)(uintptr_t)p->ptr;
-      atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_DESC, memory_order_relaxed);
+      c->seg.hdr[c->side][i].addr = (uint64_t)(uintptr_t)p->ptr;
+      atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_DESC, memory_order_relaxed);
       c->described = 1;
     } else {
       memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
-      atomic_store_explicit(&c->seg.mode[c->side][i], SHM_SLOT_BYTES, memory_order_relaxed);
+      atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_BYTES, memory_order_relaxed);
     }
-    c->seg.len[c->side][i] = (uint32_t)k;
-    atomic_store_explicit(&c->out->head, ++c->head, memory_order_release);
+    c->seg.hdr[c->side][i].len = (uint32_t)k;
+    publish(c, i);
     shm_bell_ring(c->peer_bell); /* per slot: the receiver starts on it while we copy the next */
     p->ptr += k;
     p->left -= k;
@@ -436,13 +460,13 @@ static int take_back(shm_conn_t *c, int all) {
   int took = 0;
   for (uint64_t s = c->acked; s < c->head; s++) {
     size_t i = (size_t)(s % n);
-    _Atomic uint32_t *mode = &c->seg.mode[c->side][i];
+    _Atomic uint32_t *mode = &c->seg.hdr[c->side][i].mode;
     uint32_t v = atomic_load_explicit(mode, memory_order_acquire);
     if (v != SHM_SLOT_ASK && !(all && v == SHM_SLOT_DESC)) continue;
     /* Loses to a receiver that claimed it first (READING): it reads it then. */
     if (!atomic_compare_exchange_strong(mode, &v, SHM_SLOT_COPYING)) continue;
-    memcpy(c->seg.data[c->side] + i * slot, (const void *)(uintptr_t)c->seg.addr[c->side][i],
-           c->seg.len[c->side][i]);
+    memcpy(c->seg.data[c->side] + i * slot, (const void *)(uintptr_t)c->seg.hdr[c->side][i].addr,
+           c->seg.hdr[c->side][i].len);
     /* Release: the receiver's acquire load of COPIED finds the bytes in the slot. */
     atomic_store_explicit(mode, SHM_SLOT_COPIED, memory_order_release);
     took++;
@@ -458,7 +482,7 @@ static void advance_acks(shm_conn_t *c, int *progressed) {
   if (c->acked < tail) c->acked = tail; /* freed slots are done with */
   /* A slot before head is not reused before tail passes it, so its mode is still its own. */
   while (c->acked < c->head &&
-         slot_done(atomic_load_explicit(&c->seg.mode[c->side][c->acked % n], memory_order_acquire)))
+         slot_done(atomic_load_explicit(&c->seg.hdr[c->side][c->acked % n].mode, memory_order_acquire)))
     c->acked++;
   while (c->ack_count && c->acks[c->ack_first].end <= c->acked) {
     xfer_t *x = c->acks[c->ack_first].x;
@@ -479,7 +503,7 @@ static int acks_ready(const shm_conn_t *c) {
   uint64_t n = (uint64_t)c->seg.nslots;
   if (atomic_load_explicit(&c->out->tail, memory_order_acquire) > c->acked) return 1;
   for (uint64_t s = c->acked; s < c->head; s++) {
-    uint32_t v = atomic_load_explicit(&c->seg.mode[c->side][s % n], memory_order_acquire);
+    uint32_t v = atomic_load_explicit(&c->seg.hdr[c->side][s % n].mode, memory_order_acquire);
     if (v == SHM_SLOT_ASK || (s == c->acked && slot_done(v))) return 1;
   }
   return 0;
@@ -490,11 +514,11 @@ static int acks_ready(const shm_conn_t *c) {
  * the slot), 1 read into dst, 2 in the slot (the sender copied them). */
 static weft_result_t read_described(shm_conn_t *c, size_t i, char *dst, size_t k, int into_slot,
                                     int *where) {
-  _Atomic uint32_t *mode = &c->seg.mode[1 - c->side][i];
+  _Atomic uint32_t *mode = &c->seg.hdr[1 - c->side][i].mode;
   uint32_t v = SHM_SLOT_DESC;
   *where = 0;
   if (atomic_compare_exchange_strong(mode, &v, SHM_SLOT_READING)) {
-    int err = shm_cma_read(c->peer_pid, dst, c->seg.addr[1 - c->side][i], k);
+    int err = shm_cma_read(c->peer_pid, dst, c->seg.hdr[1 - c->side][i].addr, k);
     if (err == ESRCH)
       return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d (pid %d) exited while this rank read from it",
                       c->base.peer, c->peer_pid);
@@ -517,7 +541,7 @@ static weft_result_t read_described(shm_conn_t *c, size_t i, char *dst, size_t k
 
 /* Whether the next incoming slot waits on the sender copying it (ASK or COPYING). */
 static int recv_stalled(const shm_conn_t *c) {
-  uint32_t v = atomic_load_explicit(&c->seg.mode[1 - c->side][c->rcur % (uint64_t)c->seg.nslots],
+  uint32_t v = atomic_load_explicit(&c->seg.hdr[1 - c->side][c->rcur % (uint64_t)c->seg.nslots].mode,
                                     memory_order_acquire);
   return v == SHM_SLOT_ASK || v == SHM_SLOT_COPYING;
 }
@@ -527,21 +551,21 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
   size_t slot = c->seg.slot_bytes;
   const char *data = c->seg.data[1 - c->side];
   while (c->recv_head) {
-    if (c->rcur == atomic_load_explicit(&c->in->head, memory_order_acquire)) break;
+    if (!slot_arrived(c)) break;
     xfer_part_t *p = c->recv_head;
     size_t k = p->left < slot ? p->left : slot, i = (size_t)(c->rcur % n);
-    if (c->seg.len[1 - c->side][i] != k) {
+    if (c->seg.hdr[1 - c->side][i].len != k) {
       /* Reported one progress call late: the executor first checks the call description that
        * came before it, which says why far better (e.g. send and recv counts differ). */
       if (c->bad_len++)
         return WEFT_ERR(WEFT_ERR_MISMATCH,
                         "rank %d sent %u bytes where this rank expected %zu "
                         "(the ranks run different schedules)",
-                        c->base.peer, c->seg.len[1 - c->side][i], k);
+                        c->base.peer, c->seg.hdr[1 - c->side][i].len, k);
       break;
     }
     int where = 2; /* the bytes are in the slot */
-    if (!slot_done(atomic_load_explicit(&c->seg.mode[1 - c->side][i], memory_order_acquire))) {
+    if (!slot_done(atomic_load_explicit(&c->seg.hdr[1 - c->side][i].mode, memory_order_acquire))) {
       char *dst = p->ptr ? p->ptr : (char *)data + i * slot;
       WEFT_CHECK(read_described(c, i, dst, k, !p->ptr, &where));
       if (!where) break;
@@ -574,15 +598,12 @@ static int waiting(const shm_conn_t *c) {
   return c->send_head || c->recv_head || c->want_slot || acks_pending(c);
 }
 
-static int ring_full(const shm_conn_t *c) {
+static int ring_full(shm_conn_t *c) {
   uint64_t taken = c->lent > c->head ? c->lent : c->head; /* lent slots are taken too */
-  return taken - atomic_load_explicit(&c->out->tail, memory_order_acquire) >=
-         (uint64_t)c->seg.nslots;
+  return !has_room(c, taken);
 }
 
-static int ring_empty(const shm_conn_t *c) {
-  return c->rcur == atomic_load_explicit(&c->in->head, memory_order_acquire);
-}
+static int ring_empty(const shm_conn_t *c) { return !slot_arrived(c); }
 
 static weft_result_t shm_progress(conn_t *base, int *progressed) {
   shm_conn_t *c = (shm_conn_t *)base;
@@ -608,7 +629,7 @@ static weft_result_t shm_progress(conn_t *base, int *progressed) {
 }
 
 /* Whether progress() would move something or report something now. */
-static int ready(const shm_conn_t *c) {
+static int ready(shm_conn_t *c) {
   if (!waiting(c)) return 0;
   if (atomic_load_explicit(&c->seg.closed[1 - c->side], memory_order_relaxed)) return 1;
   return ((c->send_head || c->want_slot) && !ring_full(c)) ||
@@ -617,7 +638,7 @@ static int ready(const shm_conn_t *c) {
 
 static int any_ready(conn_t *const *conns, int n) {
   for (int i = 0; i < n; i++)
-    if (ready((const shm_conn_t *)conns[i])) return 1;
+    if (ready((shm_conn_t *)conns[i])) return 1;
   return 0;
 }
 
@@ -700,7 +721,7 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
 }
 
 /* The next incoming slot, looked at without taking it: a message of up to one slot lies whole in
- * it once head has passed it (the acquire load below pairs with the sender's release store). */
+ * it once it is published (ring_empty's acquire load pairs with the sender's release store). */
 static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *state) {
   shm_conn_t *c = (shm_conn_t *)base;
   *state = TRANSPORT_PEEK_EMPTY;
@@ -714,8 +735,8 @@ static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *sta
     return WEFT_SUCCESS;
   }
   size_t i = (size_t)(c->rcur % (uint64_t)c->seg.nslots);
-  size_t have = c->seg.len[1 - c->side][i];
-  if (!slot_done(atomic_load_explicit(&c->seg.mode[1 - c->side][i], memory_order_acquire))) {
+  size_t have = c->seg.hdr[1 - c->side][i].len;
+  if (!slot_done(atomic_load_explicit(&c->seg.hdr[1 - c->side][i].mode, memory_order_acquire))) {
     /* Read the whole slot into itself (COPIED): the receive that takes it finds it there. */
     int where;
     if (have > c->seg.slot_bytes)
@@ -735,7 +756,7 @@ static weft_result_t shm_peek_recv(conn_t *base, void *buf, size_t len, int *sta
 /* Whether the peer is reading one of our described slots now. */
 static int reading(const shm_conn_t *c) {
   for (uint64_t s = c->acked; s < c->head; s++)
-    if (atomic_load(&c->seg.mode[c->side][s % (uint64_t)c->seg.nslots]) == SHM_SLOT_READING)
+    if (atomic_load(&c->seg.hdr[c->side][s % (uint64_t)c->seg.nslots].mode) == SHM_SLOT_READING)
       return 1;
   return 0;
 }

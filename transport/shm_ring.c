@@ -36,6 +36,8 @@ typedef struct {
 
 _Static_assert(sizeof(seg_hdr_t) <= HDR_BYTES, "segment header grew");
 _Static_assert(sizeof(shm_ring_ctl_t) == CTL_BYTES, "ring control block changed size");
+_Static_assert(sizeof(shm_slot_hdr_t) == 64, "a slot header is one cache line");
+_Static_assert((HDR_BYTES + 2 * CTL_BYTES) % 64 == 0, "slot headers start on a cache line");
 
 void shm_bell_name(char *buf, const char *kind, uint64_t comm_id, int rank, int pid) {
   snprintf(buf, SHM_NAME_MAX, "/weft-%016llx-%s-%d.%d", (unsigned long long)comm_id, kind, rank,
@@ -200,8 +202,8 @@ void shm_bells_close(shm_bells_t *b, int orderly, int connect_timeout_ms, int (*
 }
 
 static size_t seg_bytes(int nslots, size_t slot_bytes, size_t *data_off) {
-  /* Per slot of each ring: its address (8 bytes, first to stay aligned), length and mode. */
-  size_t meta = HDR_BYTES + 2 * CTL_BYTES + 2 * (8 + 2 * sizeof(uint32_t)) * (size_t)nslots;
+  /* Per slot of each ring: its header line (shm_slot_hdr_t). */
+  size_t meta = HDR_BYTES + 2 * CTL_BYTES + 2 * sizeof(shm_slot_hdr_t) * (size_t)nslots;
   *data_off = (meta + PAGE - 1) & ~(size_t)(PAGE - 1);
   return *data_off + 2 * (size_t)nslots * slot_bytes;
 }
@@ -217,9 +219,7 @@ static void seg_layout(shm_seg_t *s, int nslots, size_t slot_bytes, size_t data_
   char *slots = b + HDR_BYTES + 2 * CTL_BYTES;
   for (int d = 0; d < 2; d++) {
     s->ring[d] = (shm_ring_ctl_t *)(b + HDR_BYTES + (size_t)d * CTL_BYTES);
-    s->addr[d] = (uint64_t *)slots + (size_t)d * (size_t)nslots;
-    s->len[d] = (uint32_t *)(slots + 16 * (size_t)nslots) + (size_t)d * (size_t)nslots;
-    s->mode[d] = (_Atomic uint32_t *)(slots + 24 * (size_t)nslots) + (size_t)d * (size_t)nslots;
+    s->hdr[d] = (shm_slot_hdr_t *)slots + (size_t)d * (size_t)nslots;
     s->data[d] = b + data_off + (size_t)d * (size_t)nslots * slot_bytes;
   }
 }

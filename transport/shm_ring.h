@@ -31,7 +31,9 @@ typedef struct {
 
 /* One direction. head and tail sit on their own cache lines: each is written by one side only. */
 typedef struct {
-  _Alignas(64) _Atomic uint64_t head; /* slots the sender filled (stored with release) */
+  /* Slots the sender filled (stored with release): cuda_ipc.c's publication; shm.c publishes
+   * each slot in its header (shm_slot_hdr_t.seq) instead. */
+  _Alignas(64) _Atomic uint64_t head;
   _Alignas(64) _Atomic uint64_t tail; /* slots the receiver freed (stored with release) */
   /* Written by the receiver too: every slot before it goes to a plain receive it posted already
    * (one that copies into its own buffer), so the sender may describe them (shm.c). */
@@ -64,6 +66,18 @@ enum {
 /* shm_seg_t.can_read[s]: whether side s may read side 1-s's memory (its probe at connect). */
 enum { SHM_CMA_UNKNOWN = 0, SHM_CMA_YES = 1, SHM_CMA_NO = 2 };
 
+/* What the sender says about one slot, on a cache line of its own: the receiver finds the slot
+ * published, its length and its mode with one cache miss, where a head index and separate length
+ * and mode arrays cost it three, one after the other (a small call's latency is these misses). */
+typedef struct {
+  /* 1 + the slot's position in the stream, stored (release) once the rest is written: the
+   * receiver of position q polls for q + 1, which a slot holds for one lap of the ring only. */
+  _Alignas(64) _Atomic uint64_t seq;
+  uint32_t len;                /* bytes in the slot (cuda_ipc.c: with its device bit) */
+  _Atomic uint32_t mode;       /* SHM_SLOT_* */
+  uint64_t addr;               /* a DESC slot's bytes in the sender's memory */
+} shm_slot_hdr_t;
+
 /* A mapped pair segment. Side 0 is the lower rank; ring[s] carries side s's messages. */
 typedef struct {
   void *base;
@@ -74,9 +88,7 @@ typedef struct {
   _Atomic int32_t *closed;   /* [2]: SHM_CLOSED or SHM_ABORTED once that side closed */
   _Atomic int32_t *attached; /* sides that mapped it; the second one unlinks it */
   _Atomic int32_t *can_read; /* [2]: SHM_CMA_*, set by each side once it probed the other */
-  uint32_t *len[2];          /* bytes in each slot of ring s, for a length check */
-  _Atomic uint32_t *mode[2]; /* SHM_SLOT_* of each slot of ring s */
-  uint64_t *addr[2];         /* where a DESC slot's bytes lie in the sender's memory */
+  shm_slot_hdr_t *hdr[2];    /* per slot of ring s: published, length, mode, address */
   char *data[2];             /* nslots slots of slot_bytes each, per ring */
 } shm_seg_t;
 
