@@ -7,7 +7,8 @@
  * address (NCCL_SOCKET_IFNAME chooses the interface, in NCCL's syntax, else the first that is up
  * and not loopback) and a port free at that moment; NCCL_COMM_ID=host:port names both
  * instead. So rank 0 must run on the host that made the id, as it does in torch and in NCCL's
- * examples; the port is only reserved once rank 0 joins (another program may take it first). */
+ * examples; the port is only reserved once rank 0 joins (another program may take it first, which
+ * is why it is drawn from outside the ports the kernel hands out by itself: free_port). */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <ifaddrs.h>
@@ -33,17 +34,47 @@ typedef struct {
 } weft_id_t;
 _Static_assert(sizeof(weft_id_t) <= sizeof(ncclUniqueId), "weft's id must fit NCCL's");
 
-static int free_port(void) {
+/* The kernel's range for ports it hands out by itself (bind to port 0, outgoing connections). */
+static void ephemeral_range(int *lo, int *hi) {
+  *lo = 32768, *hi = 60999; /* Linux's default */
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (!f) return;
+  int a, b;
+  if (fscanf(f, "%d %d", &a, &b) == 2 && 0 < a && a <= b && b <= 65535) *lo = a, *hi = b;
+  fclose(f);
+}
+
+static int port_is_free(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  a.sin_port = htons((uint16_t)port);
   socklen_t len = sizeof a;
-  int port = -1;
+  int got = -1;
   if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
       getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
+    got = ntohs(a.sin_port);
   close(fd);
-  return port;
+  return got;
+}
+
+/* A port free now, for rank 0's store, drawn from outside the kernel's ephemeral range: the id
+ * holds no socket (it may be made long before rank 0 joins), and a port the kernel handed out once
+ * it hands out again to anyone, weft's own transport listeners of an earlier communicator
+ * included; rank 0 then fails to listen and its peers wait out the connect timeout. Random tries
+ * in 20000 up to the range's start (or above its end where that leaves more), then any port. */
+static int free_port(void) {
+  int lo, hi;
+  ephemeral_range(&lo, &hi);
+  int from = 20000, to = lo - 1;
+  if (65535 - hi > to - from) from = hi + 1, to = 65535;
+  for (int tries = 0; to - from >= 1000 && tries < 64; tries++) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) break;
+    int port = from + (int)(r % (uint32_t)(to - from + 1));
+    if (port_is_free(port) == port) return port;
+  }
+  return port_is_free(0);
 }
 
 /* Whether interface `name` is one that `spec` selects, in NCCL_SOCKET_IFNAME's (and

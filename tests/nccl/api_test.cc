@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -131,6 +132,28 @@ std::string check_collectives(ncclComm_t comm, int rank, int n) {
     for (size_t i = 0; i < count; i++) CHECK_TRUE(back[i] == rank, "scatter from 0");
   }
   return "";
+}
+
+// An id names a port nobody holds until rank 0 joins; one the kernel hands out by itself (port
+// 0 binds, outgoing connections) it may hand out again meanwhile, e.g. to a transport listener of
+// an earlier communicator, and rank 0 would fail to listen there. So ids take ports below (or
+// above) the kernel's ephemeral range. White box: weft's id keeps the port at bytes 16..19.
+TEST(NcclApi, UniqueIdsTakePortsTheKernelDoesNotHandOut) {
+  int lo = 32768, hi = 60999;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768, hi = 60999;
+    fclose(f);
+  }
+  if (lo - 20000 < 1000 && 65535 - hi < 1000) GTEST_SKIP() << "the ephemeral range is everything";
+  unsetenv("NCCL_COMM_ID");
+  for (int i = 0; i < 20; i++) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+    int32_t port = 0;
+    memcpy(&port, id.internal + 16, sizeof port);
+    EXPECT_TRUE(port > 0 && (port < lo || port > hi))
+        << "port " << port << " is in the ephemeral range " << lo << "-" << hi;
+  }
 }
 
 TEST(NcclApi, CollectivesWithAnIdMadeBeforeTheRanksStart) {
