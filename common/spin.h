@@ -49,6 +49,16 @@ static inline spin_mode_t spin_choose(int fit, spin_peers_t peers) {
   return fit && peers == SPIN_PEERS_APART ? SPIN_BUSY : SPIN_YIELD;
 }
 
+/* Whether this process may run on one CPU only: someone bound it to a core of its own (weft-run
+ * --bind core, mpirun's default). Then a yield with nothing else of ours on that core gives it to
+ * whatever else is runnable there for a whole time slice: with a busy process on each core, a
+ * bound rank's 8-byte all-reduce took 4-8 ms per call instead of 0.5-8 us
+ * (results/2026-11-28-first-touch). Such a wait polls busily first. */
+static inline int spin_bound_to_one_cpu(void) {
+  cpu_set_t cpus;
+  return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) == 1;
+}
+
 /* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */
 static inline int64_t spin_budget_us(int spin_us, int timeout_ms) {
   int64_t cap = (int64_t)timeout_ms * 1000;

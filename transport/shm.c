@@ -164,8 +164,12 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
   }
   weft_result_t res = shm_bells_attach(&t->bells, peers, pids, n);
   free(pids);
+  /* A rank bound to one core (spin_bound_to_one_cpu) sees only that core, yet its peers run on
+   * cores of their own: whether they do is what where_peers_are checks at every wait, so a single
+   * core counts as fitting too. */
   cpu_set_t cpus;
-  t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && n + 1 <= CPU_COUNT(&cpus);
+  t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
+           (n + 1 <= CPU_COUNT(&cpus) || spin_bound_to_one_cpu());
   return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 

@@ -101,6 +101,7 @@ typedef struct tcp_transport {
   const weft_config_t *cfg;
   tcp_acceptor_t *acc; /* the listening socket and the peers' checked sockets not yet claimed */
   dial_t **dials;      /* per peer: a dial in progress, or NULL */
+  int bound;           /* spin_bound_to_one_cpu() at creation: waits poll busily first */
 } tcp_transport_t;
 
 static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) {
@@ -112,6 +113,7 @@ static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) 
   t->nlanes = p->config->nsocks;
   t->comm_id = p->comm_id;
   t->cfg = p->config;
+  t->bound = spin_bound_to_one_cpu();
   /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
   net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
   net_addr_set_port(&addr, 0);
@@ -609,6 +611,9 @@ static weft_result_t tcp_lend_send(conn_t *base, size_t len, xfer_t *x, char **s
       memset(pool, 0, sizeof *pool);
       return WEFT_ERR(WEFT_ERR_NO_MEMORY, "tcp send staging to rank %d: out of memory", base->peer);
     }
+    /* Touched now, all of it, so that this call pays the pages' first touch once instead of the
+     * next nslots/2 calls paying a slot or two each (transport/shm_ring.c: map_fd). */
+    memset(pool->mem, 0, (size_t)pool->nslots * pool->slot_bytes);
   }
   if (len == 0 || len > pool->slot_bytes)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "lent send of %zu bytes to rank %d: must be 1..%zu bytes",
@@ -751,7 +756,16 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
    * per message, most of a small message's time (common/spin.h). */
   const tcp_transport_t *t = ((const tcp_conn_t *)conns[0])->t;
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
-  if (spin_yield_until(pfds_ready, &(pfd_set_t){pfds, (nfds_t)np}, budget_us)) return WEFT_SUCCESS;
+  pfd_set_t set = {pfds, (nfds_t)np};
+  /* A rank bound to a core of its own polls without yielding first (spin.h says why). Unlike shm,
+   * TCP cannot tell where its peers run: ranks bound to one shared core (taskset around the
+   * whole job) spend up to SPIN_BUSY_US per wait here before the yields let the peer in. */
+  if (t->bound) {
+    int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
+    if (spin_busy_until(pfds_ready, &set, busy_us)) return WEFT_SUCCESS;
+    budget_us -= busy_us;
+  }
+  if (spin_yield_until(pfds_ready, &set, budget_us)) return WEFT_SUCCESS;
   if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
   return WEFT_SUCCESS;
