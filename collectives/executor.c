@@ -214,10 +214,12 @@ static int is_send_kind(sched_kind_t k) { return k == SCHED_SEND || k == SCHED_S
 
 static int is_token_kind(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_TOKEN; }
 
-/* A fused step runs fused when the send's transport lends its slot, and, for a copy-send, when
- * the receive lands in place: over TCP a received slice is already in buf, where the socket
- * reads it from, so copying it into a staging slot first would add a pass, not save one.
- * Otherwise the op runs as its parts (schedule.h). Both ends of the pair get the same answer. */
+/* A fused step runs fused when the send's transport lends its slot (by default only a slot the
+ * message is taken from: transport.h, lend_in_place; WEFT_FUSED_STEPS=2 takes TCP's staging slot
+ * too), and, for a copy-send, when the receive lands in place: over TCP a received slice is
+ * already in buf, where the socket reads it from, so copying it into a staging slot first would
+ * add a pass, not save one. Otherwise the op runs as its parts (schedule.h). Both ends of the
+ * pair get the same answer. */
 static void choose_fusion(run_t *r) {
   const schedule_t *s = r->s;
   for (int i = 0; i < s->nops; i++) {
@@ -225,8 +227,11 @@ static void choose_fusion(run_t *r) {
     if (!sched_is_fused(op->kind)) continue;
     stream_t *in = stream_for(r, op->peer, 0);
     stream_t *out = stream_for(r, s->ops[op->fwd].peer, 1);
-    int lends = out->conn->ops->lend_send != NULL && out->conn->ops->commit_send != NULL;
-    int ok = lends && r->ctx->config->fused_steps &&
+    const transport_ops_t *ops = out->conn->ops;
+    int fused_steps = r->ctx->config->fused_steps;
+    int lends = ops->lend_send != NULL && ops->commit_send != NULL &&
+                (ops->lend_in_place || fused_steps == 2);
+    int ok = lends && fused_steps &&
              (op->kind != SCHED_RECV_COPY_SEND || recv_in_place(in));
     if (op->kind == SCHED_RECV_REDUCE_COPY_SEND && !r->device && !r->reduce_copy) ok = 0;
     r->states[i].fused = ok;

@@ -108,9 +108,11 @@ static const knob_t knobs[] = {
     {"WEFT_DEVICE_RESIDENT", "1", KNOB_INT, 0, 1, KNOB_AT(device_resident),
      "1: device calls among the ranks of one host run as one device program the engine launches "
      "(where the engine, the algorithm and the transport allow; comm/resident.c); 0: host-driven"},
-    {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 1, KNOB_AT(fused_steps),
-     "1: a received slice is reduced (or copied) straight into the next peer's slot; 0: into "
-     "the output, then sent from there (two passes; for comparison and debugging)"},
+    {"WEFT_FUSED_STEPS", "1", KNOB_INT, 0, 2, KNOB_AT(fused_steps),
+     "1: a received slice is reduced (or copied) straight into the next peer's slot where that "
+     "slot is what the peer reads (shm, CUDA IPC, verbs, staged), over TCP into the output and "
+     "sent from there; 2: into TCP's send staging too; 0: never (two passes; for comparison "
+     "and debugging)"},
     /* 4 ranks on 2 cores, all-reduce over shm: 4 KiB 100 -> 35 us and 16 MiB 1.9 -> 2.5 GB/s busbw
      * with 1000 us against none (50 and 200 us were in between); over TCP 4 KiB 96 -> 68 us. */
     {"WEFT_SPIN_US", "1000", KNOB_INT, 0, 10000000, KNOB_AT(spin_us),

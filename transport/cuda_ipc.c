@@ -832,6 +832,7 @@ const transport_ops_t cuda_ipc_transport_ops = {
     .release_recv = ipc_release_recv,
     .lend_send = ipc_lend_send,
     .commit_send = ipc_commit_send,
+    .lend_in_place = 1,
     .device_link = ipc_device_link,
     .peer_alive = ipc_peer_alive,
 };

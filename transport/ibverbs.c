@@ -1197,6 +1197,7 @@ const transport_ops_t ibverbs_transport_ops = {
     .release_recv = ib_release_recv,
     .lend_send = ib_lend_send,
     .commit_send = ib_commit_send,
+    .lend_in_place = 1,
 };
 
 #else /* !IBVW_HAVE_VERBS: built without <infiniband/verbs.h> */

@@ -805,6 +805,7 @@ const transport_ops_t shm_transport_ops = {
     .release_recv = shm_release_recv,
     .lend_send = shm_lend_send,
     .commit_send = shm_commit_send,
+    .lend_in_place = 1,
     .peek_recv = shm_peek_recv,
     .connect_pending = shm_connect_pending,
     .desc_slot = 1,

@@ -542,4 +542,5 @@ const transport_ops_t staged_conn_ops = {
     .release_recv = staged_release_recv,
     .lend_send = staged_lend_send,
     .commit_send = staged_commit_send,
+    .lend_in_place = 1,
 };

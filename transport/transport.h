@@ -102,6 +102,14 @@ struct transport_ops {
    * uncommitted. A slot lent but never committed is given back when the connection closes. */
   weft_result_t (*lend_send)(conn_t *c, size_t len, xfer_t *x, char **slot);
   weft_result_t (*commit_send)(conn_t *c, xfer_t *x);
+  /* Nonzero: a lent slot is where the message is taken from (shm's ring slot the peer reads,
+   * cuda_ipc's device slot, the registered or pinned slot verbs and staged hand to the hardware),
+   * so a fused step that writes its result there saves a pass, and the executor fuses into it
+   * (WEFT_FUSED_STEPS=1). TCP's slot is a private staging buffer the socket copies out of again:
+   * fused over it measured slower than reducing into the output and sending from there (2 ranks,
+   * 64 KiB-8 MiB: up to 2x; results/2026-11-28-tcp-unfused), so it lends only when asked
+   * (WEFT_FUSED_STEPS=2). */
+  int lend_in_place;
   /* The link view a device-resident loop (kernels/devloop.h) drives for this connection's
    * direction `dir` (DP_LINK_SEND: to the peer; DP_LINK_RECV: from it): the receiver's slots and
    * counters, mapped on both ends. Its memory lives as long as the connection; counters start at

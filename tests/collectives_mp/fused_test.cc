@@ -1,7 +1,7 @@
 // fused_test.cc -- fused ring steps across real processes: each rank writes every element of its
 // output once and each byte it sends once (the executor's counters, exec_stats_t), over shared
-// memory and TCP, in place and not; the two-pass path (WEFT_FUSED_STEPS=0) writes more and gives
-// the same results; a rank killed while its neighbours are in fused steps fails every survivor
+// memory and TCP (WEFT_FUSED_STEPS=2: TCP's staging slots), in place and not; the two-pass path
+// (WEFT_FUSED_STEPS=0, and TCP under the default 1) writes more and gives the same results; a rank killed while its neighbours are in fused steps fails every survivor
 // within the timeout, and the dead rank is named (by every survivor that notices it first).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -27,7 +27,9 @@ struct Case {
   const char* transport;
   int nranks;
   bool in_place;
-  bool fused;
+  int steps;  // WEFT_FUSED_STEPS
+  // Whether the steps run fused: 1 fuses into slots the peer reads (shm), 2 into TCP's too.
+  bool fused() const { return steps == 2 || (steps == 1 && std::string(transport) == "shm"); }
 };
 
 // Two rounds of equal chunks: count = p chunks of round_count elements, twice (algorithms.h),
@@ -39,7 +41,7 @@ size_t two_rounds(int p) {
 
 std::string check_bytes(const Case& c, int rank, int nranks, int port) {
   setenv("WEFT_TRANSPORT", c.transport, 1);
-  setenv("WEFT_FUSED_STEPS", c.fused ? "1" : "0", 1);
+  setenv("WEFT_FUSED_STEPS", std::to_string(c.steps).c_str(), 1);
   setenv("WEFT_ALGO", "ring", 1);
   weft_comm_t* comm = nullptr;
   std::string err = join(rank, nranks, port, &comm);
@@ -67,14 +69,14 @@ std::string check_bytes(const Case& c, int rank, int nranks, int port) {
   if (err.empty() && slot_bytes != want_slots)
     err = "sent " + std::to_string(slot_bytes) + " bytes, want 2(p-1)/p n = " +
           std::to_string(want_slots);
-  if (err.empty() && c.fused && out_bytes != bytes)
+  if (err.empty() && c.fused() && out_bytes != bytes)
     err = "wrote " + std::to_string(out_bytes) + " bytes of recvbuf, want n = " +
           std::to_string(bytes) + " (each element once)";
   // Two passes: every reduce-scatter step but none lands its partial sum in recvbuf as well.
-  if (err.empty() && !c.fused && out_bytes != want_slots)
+  if (err.empty() && !c.fused() && out_bytes != want_slots)
     err = "two-pass path wrote " + std::to_string(out_bytes) + " bytes of recvbuf, want " +
           std::to_string(want_slots);
-  if (err.empty() && c.fused != (fused > 0))
+  if (err.empty() && c.fused() != (fused > 0))
     err = "fused slices: " + std::to_string(fused);
   weft_comm_destroy(comm);
   return err.empty() ? "" : "rank " + std::to_string(rank) + ": " + err;
@@ -91,14 +93,15 @@ TEST_P(FusedBytes, EachOutputElementWrittenOnce) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ring, FusedBytes,
-    ::testing::Values(Case{"shm", 3, false, true}, Case{"shm", 4, true, true},
-                      Case{"shm", 4, false, true}, Case{"tcp", 3, false, true},
-                      Case{"tcp", 3, true, true}, Case{"shm", 3, false, false},
-                      Case{"tcp", 3, true, false}),
+    ::testing::Values(Case{"shm", 3, false, 1}, Case{"shm", 4, true, 1},
+                      Case{"shm", 4, false, 1}, Case{"tcp", 3, false, 2},
+                      Case{"tcp", 3, true, 2}, Case{"tcp", 3, false, 1},
+                      Case{"shm", 3, false, 0}, Case{"tcp", 3, true, 0}),
     [](const ::testing::TestParamInfo<Case>& info) {
       const Case& c = info.param;
       return std::string(c.transport) + "_p" + std::to_string(c.nranks) +
-             (c.in_place ? "_inplace" : "_outofplace") + (c.fused ? "_fused" : "_twopass");
+             (c.in_place ? "_inplace" : "_outofplace") + "_steps" + std::to_string(c.steps) +
+             (c.fused() ? "_fused" : "_twopass");
     });
 
 // Rank 2 of 3 dies in the middle of a large all-reduce, while its neighbours are forwarding
@@ -112,6 +115,7 @@ TEST(FusedFaults, KilledPeerFailsEverySurvivorNamingIt) {
           setenv("WEFT_TRANSPORT", transport, 1);
           setenv("WEFT_ALGO", "ring", 1);
           setenv("WEFT_TIMEOUT_MS", "5000", 1);
+          setenv("WEFT_FUSED_STEPS", "2", 1);  // TCP's staging slots too
           weft_comm_t* comm = nullptr;
           std::string err = join(rank, nranks, port, &comm);
           if (!err.empty()) return err;

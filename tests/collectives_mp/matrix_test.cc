@@ -59,7 +59,8 @@ TEST_P(Matrix, EveryCollectiveAndAlgorithm) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Matrix, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 13));
 
-// The same over TCP: fused reducing steps into TCP's send staging slots, copy steps unfused.
+// The same over TCP: two passes (reduce into the output, send from there), TCP's default; and at
+// 3 ranks with WEFT_FUSED_STEPS=2, reducing steps fused into TCP's send staging slots.
 class MatrixTcp : public ::testing::TestWithParam<int> {};
 
 TEST_P(MatrixTcp, EveryCollectiveAndAlgorithm) {
@@ -70,6 +71,17 @@ TEST_P(MatrixTcp, EveryCollectiveAndAlgorithm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixTcp, ::testing::Values(2, 3, 5));
+
+TEST(MatrixTcpFused, EveryCollectiveAndAlgorithm) {
+  auto results = mp_run(
+      3,
+      [](int rank, int n, int port) {
+        setenv("WEFT_FUSED_STEPS", "2", 1);
+        return small_matrix(rank, n, port, "tcp");
+      },
+      600000);
+  EXPECT_EQ(mp_summary(results), "");
+}
 
 // The same over shm with every slot that a plain receive takes read straight from the sender's
 // buffer (process_vm_readv, transport/shm.c) and slices of 4 KiB, so that counts of 1000 run
