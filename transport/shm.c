@@ -485,8 +485,8 @@ static void advance_acks(shm_conn_t *c, int *progressed) {
   uint64_t tail = atomic_load_explicit(&c->out->tail, memory_order_acquire);
   if (c->acked < tail) c->acked = tail; /* freed slots are done with */
   /* A slot before head is not reused before tail passes it, so its mode is still its own. */
-  while (c->acked < c->head &&
-         slot_done(atomic_load_explicit(&c->seg.hdr[c->side][c->acked % n].mode, memory_order_acquire)))
+  while (c->acked < c->head && slot_done(atomic_load_explicit(
+                                   &c->seg.hdr[c->side][c->acked % n].mode, memory_order_acquire)))
     c->acked++;
   while (c->ack_count && c->acks[c->ack_first].end <= c->acked) {
     xfer_t *x = c->acks[c->ack_first].x;
@@ -545,8 +545,8 @@ static weft_result_t read_described(shm_conn_t *c, size_t i, char *dst, size_t k
 
 /* Whether the next incoming slot waits on the sender copying it (ASK or COPYING). */
 static int recv_stalled(const shm_conn_t *c) {
-  uint32_t v = atomic_load_explicit(&c->seg.hdr[1 - c->side][c->rcur % (uint64_t)c->seg.nslots].mode,
-                                    memory_order_acquire);
+  uint32_t v = atomic_load_explicit(
+      &c->seg.hdr[1 - c->side][c->rcur % (uint64_t)c->seg.nslots].mode, memory_order_acquire);
   return v == SHM_SLOT_ASK || v == SHM_SLOT_COPYING;
 }
 

@@ -1,8 +1,9 @@
 // fused_test.cc -- fused ring steps across real processes: each rank writes every element of its
 // output once and each byte it sends once (the executor's counters, exec_stats_t), over shared
 // memory and TCP (WEFT_FUSED_STEPS=2: TCP's staging slots), in place and not; the two-pass path
-// (WEFT_FUSED_STEPS=0, and TCP under the default 1) writes more and gives the same results; a rank killed while its neighbours are in fused steps fails every survivor
-// within the timeout, and the dead rank is named (by every survivor that notices it first).
+// (WEFT_FUSED_STEPS=0, and TCP under the default 1) writes more and gives the same results; a
+// rank killed while its neighbours are in fused steps fails every survivor within the timeout,
+// and the dead rank is named (by every survivor that notices it first).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -67,17 +68,16 @@ std::string check_bytes(const Case& c, int rank, int nranks, int port) {
   uint64_t fused = after.fused_slices - before.fused_slices;
   uint64_t want_slots = 2 * (uint64_t)(nranks - 1) * bytes / (uint64_t)nranks;
   if (err.empty() && slot_bytes != want_slots)
-    err = "sent " + std::to_string(slot_bytes) + " bytes, want 2(p-1)/p n = " +
-          std::to_string(want_slots);
+    err = "sent " + std::to_string(slot_bytes) +
+          " bytes, want 2(p-1)/p n = " + std::to_string(want_slots);
   if (err.empty() && c.fused() && out_bytes != bytes)
-    err = "wrote " + std::to_string(out_bytes) + " bytes of recvbuf, want n = " +
-          std::to_string(bytes) + " (each element once)";
+    err = "wrote " + std::to_string(out_bytes) +
+          " bytes of recvbuf, want n = " + std::to_string(bytes) + " (each element once)";
   // Two passes: every reduce-scatter step but none lands its partial sum in recvbuf as well.
   if (err.empty() && !c.fused() && out_bytes != want_slots)
     err = "two-pass path wrote " + std::to_string(out_bytes) + " bytes of recvbuf, want " +
           std::to_string(want_slots);
-  if (err.empty() && c.fused() != (fused > 0))
-    err = "fused slices: " + std::to_string(fused);
+  if (err.empty() && c.fused() != (fused > 0)) err = "fused slices: " + std::to_string(fused);
   weft_comm_destroy(comm);
   return err.empty() ? "" : "rank " + std::to_string(rank) + ": " + err;
 }
@@ -91,18 +91,17 @@ TEST_P(FusedBytes, EachOutputElementWrittenOnce) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ring, FusedBytes,
-    ::testing::Values(Case{"shm", 3, false, 1}, Case{"shm", 4, true, 1},
-                      Case{"shm", 4, false, 1}, Case{"tcp", 3, false, 2},
-                      Case{"tcp", 3, true, 2}, Case{"tcp", 3, false, 1},
-                      Case{"shm", 3, false, 0}, Case{"tcp", 3, true, 0}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      const Case& c = info.param;
-      return std::string(c.transport) + "_p" + std::to_string(c.nranks) +
-             (c.in_place ? "_inplace" : "_outofplace") + "_steps" + std::to_string(c.steps) +
-             (c.fused() ? "_fused" : "_twopass");
-    });
+INSTANTIATE_TEST_SUITE_P(Ring, FusedBytes,
+                         ::testing::Values(Case{"shm", 3, false, 1}, Case{"shm", 4, true, 1},
+                                           Case{"shm", 4, false, 1}, Case{"tcp", 3, false, 2},
+                                           Case{"tcp", 3, true, 2}, Case{"tcp", 3, false, 1},
+                                           Case{"shm", 3, false, 0}, Case{"tcp", 3, true, 0}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return std::string(c.transport) + "_p" + std::to_string(c.nranks) +
+                                  (c.in_place ? "_inplace" : "_outofplace") + "_steps" +
+                                  std::to_string(c.steps) + (c.fused() ? "_fused" : "_twopass");
+                         });
 
 // Rank 2 of 3 dies in the middle of a large all-reduce, while its neighbours are forwarding
 // through fused steps (rank 1 writes into rank 2's slots, rank 0 reduces what rank 2 sent).

@@ -24,7 +24,8 @@ std::set<int> ParseCpuList(const std::string& list) {
   size_t pos = 0;
   while (pos < list.size()) {
     size_t comma = list.find(',', pos);
-    std::string part = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string part =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     int lo = 0, hi = 0;
     if (sscanf(part.c_str(), "%d-%d", &lo, &hi) == 2) {
       for (int c = lo; c <= hi; c++) cpus.insert(c);
