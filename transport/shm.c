@@ -166,7 +166,9 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
   free(pids);
   /* A rank bound to one core (spin_bound_to_one_cpu) sees only that core, yet its peers run on
    * cores of their own: whether they do is what where_peers_are checks at every wait, so a single
-   * core counts as fitting too. */
+   * core counts as fitting too. (Ranks bound two to a core by hand, more ranks than cores, may
+   * then poll up to SPIN_BUSY_US while the rank beside them, which they do not wait for, waits
+   * for the core; weft-run --bind core refuses that placement.) */
   cpu_set_t cpus;
   t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
            (n + 1 <= CPU_COUNT(&cpus) || spin_bound_to_one_cpu());
