@@ -78,6 +78,15 @@ static inline int spin_busy_until(int (*ready)(void *), void *arg, int64_t budge
   return ready(arg);
 }
 
+/* The busy phase of a wait that may poll *budget_us in all: polls without yielding for up to
+ * SPIN_BUSY_US of it; 1 as soon as ready(arg), else 0 with *budget_us reduced by what it used. */
+static inline int spin_busy_phase(int (*ready)(void *), void *arg, int64_t *budget_us) {
+  int64_t busy_us = *budget_us < SPIN_BUSY_US ? *budget_us : SPIN_BUSY_US;
+  if (spin_busy_until(ready, arg, busy_us)) return 1;
+  *budget_us -= busy_us;
+  return 0;
+}
+
 /* Polls ready(arg) until it returns nonzero (then returns 1) or budget_us has passed (then 0). */
 static inline int spin_yield_until(int (*ready)(void *), void *arg, int64_t budget_us) {
   if (budget_us <= 0) return 0;

@@ -171,7 +171,7 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
    * for the core; weft-run --bind core refuses that placement.) */
   cpu_set_t cpus;
   t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
-           (n + 1 <= CPU_COUNT(&cpus) || spin_bound_to_one_cpu());
+           (n + 1 <= CPU_COUNT(&cpus) || CPU_COUNT(&cpus) == 1);
   return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 
@@ -690,11 +690,8 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
   int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
   /* Where ranks outnumber cores every wait yields: no need to know where the peers are. */
   spin_mode_t mode = t->fit ? spin_choose(1, where_peers_are(t, conns, n)) : SPIN_YIELD;
-  if (mode == SPIN_BUSY) {
-    int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
-    if (spin_busy_until(set_ready, &(wait_set_t){conns, n}, busy_us)) return WEFT_SUCCESS;
-    budget_us -= busy_us;
-  }
+  if (mode == SPIN_BUSY && spin_busy_phase(set_ready, &(wait_set_t){conns, n}, &budget_us))
+    return WEFT_SUCCESS;
   /* Described slots the peer has not claimed within TAKE_BACK_US are copied by us after all: a
    * peer that runs now claims a slot within microseconds of head moving, while one that is
    * descheduled (more ranks than cores) or busy elsewhere would hold our message, and with it our

@@ -760,11 +760,7 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   /* A rank bound to a core of its own polls without yielding first (spin.h says why). Unlike shm,
    * TCP cannot tell where its peers run: ranks bound to one shared core (taskset around the
    * whole job) spend up to SPIN_BUSY_US per wait here before the yields let the peer in. */
-  if (t->bound) {
-    int64_t busy_us = budget_us < SPIN_BUSY_US ? budget_us : SPIN_BUSY_US;
-    if (spin_busy_until(pfds_ready, &set, busy_us)) return WEFT_SUCCESS;
-    budget_us -= busy_us;
-  }
+  if (t->bound && spin_busy_phase(pfds_ready, &set, &budget_us)) return WEFT_SUCCESS;
   if (spin_yield_until(pfds_ready, &set, budget_us)) return WEFT_SUCCESS;
   if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));
