@@ -1005,8 +1005,10 @@ static weft_result_t wait_any(run_t *r, int timeout_ms) {
   const transport_ops_t *ops = r->conns[0]->ops;
   int mixed = 0;
   for (int i = 1; i < r->nconns; i++) mixed |= r->conns[i]->ops != ops;
-  if (!mixed) return ops->wait(r->conns, r->nconns, timeout_ms);
-  for (int i = 0; i < r->nconns; i++) WEFT_CHECK(r->conns[i]->ops->wait(&r->conns[i], 1, 1));
+  int spin_us = r->ctx->spin_us;
+  if (!mixed) return ops->wait(r->conns, r->nconns, timeout_ms, spin_us);
+  for (int i = 0; i < r->nconns; i++)
+    WEFT_CHECK(r->conns[i]->ops->wait(&r->conns[i], 1, 1, spin_us));
   return WEFT_SUCCESS;
 }
 

@@ -52,6 +52,9 @@ typedef struct {
   int rank, nranks;
   const weft_config_t *config;
   const weft_config_t *dev_config; /* for calls on device buffers (config_for_device) */
+  /* How long the run's waits poll, yielding the core, before they sleep (transport_ops.wait):
+   * set by the communicator for each call, since it depends on who runs it (comm/async.c). */
+  int spin_us;
   /* The connection to `peer` for host buffers (device = 0) or device buffers (device = 1: a
    * transport that takes xfers with x.device set). */
   weft_result_t (*get_conn)(void *owner, int peer, int device, conn_t **out);

@@ -14,8 +14,9 @@
  *   WEFT_TUNE_FILE          (what it gives: the model, or the constants it replaces; without
  *                           one, every rank uses the committed constants alike)
  *   WORLD_SIZE, job id      the store checks them in its hello already; repeated for the record
- * May differ: timeouts, WEFT_DEBUG, WEFT_SPIN_US, WEFT_TRACE*, WEFT_SOCKET_BUFFER, interfaces,
- * WEFT_SLICES_IN_FLIGHT (how far ahead a rank posts; the wire is an ordered stream either way),
+ * May differ: timeouts, WEFT_DEBUG, WEFT_SPIN_US, WEFT_ASYNC_SPIN_US, WEFT_TRACE*,
+ * WEFT_SOCKET_BUFFER, interfaces, WEFT_SLICES_IN_FLIGHT (how far ahead a rank posts; the wire is
+ * an ordered stream either way),
  * WEFT_FUSED_STEPS (how a rank computes the slice it sends, not what it sends), the WEFT_IB_*
  * knobs (per port; GPUDirect is used only where both ends publish it) and WEFT_DEVICE. The job
  * token is checked by the store and never published. */

@@ -400,7 +400,7 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
   WEFT_CHECK(choose_transports(c, all));
   cost_model_connect(c, all);
   c->exec = (exec_ctx_t){.rank = c->rank, .nranks = c->nranks, .config = &c->config,
-                         .dev_config = &c->dev_config,
+                         .dev_config = &c->dev_config, .spin_us = c->config.spin_us,
                          .get_conn = comm_get_conn, .owner = c, .dev = c->dev,
                          .aborted = &c->aborted};
   /* Connect the ring now, so that an unreachable peer is reported by init, not by the first

@@ -179,6 +179,10 @@ void comm_async_stop(weft_comm_t *comm, int abortive);
 /* How many requests their waiter ran itself (weft_wait found them queued and the progress thread
  * idle), for tests and benchmarks. */
 long comm_async_waiter_runs(const weft_comm_t *comm);
+/* How long the waits of the calls a progress thread runs poll before they sleep: WEFT_SPIN_US,
+ * or WEFT_ASYNC_SPIN_US where fewer than local_size cores are ours (async.c says why). ncpus: the
+ * cores this process may run on; one alone counts as enough (a rank bound to its own core). */
+int comm_async_spin_us(const weft_config_t *config, int local_size, int ncpus);
 
 /* The connection to `peer` for host or device buffers, set up on first use (executor callback). */
 weft_result_t comm_get_conn(void *comm, int peer, int device, conn_t **out);

@@ -205,7 +205,7 @@ weft_result_t rescue_exchange(weft_comm_t *c, const unsigned char *talk, const v
       break;
     }
     /* A wait error only means we look again: progress() reports the connection's own error. */
-    (void)waiting[0]->ops->wait(waiting, nwait, 100);
+    (void)waiting[0]->ops->wait(waiting, nwait, 100, c->config.spin_us);
   }
   free(st);
   free(waiting);

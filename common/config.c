@@ -118,6 +118,14 @@ static const knob_t knobs[] = {
     {"WEFT_SPIN_US", "1000", KNOB_INT, 0, 10000000, KNOB_AT(spin_us),
      "a transport's wait polls this long, yielding the core between polls, before it sleeps "
      "(0: sleep at once; more: lower latency, more CPU while waiting)"},
+    /* A DDP step of an 8x256 MLP (torch 2.13), 4 ranks on 2 cores: 15.8-16.2 ms with the
+     * progress thread's waits at WEFT_SPIN_US (1000), 14.2-15.0 at 20, 13.3-14.3 at 0; no change
+     * at 2 ranks on 2 cores (results/2026-11-28-async-spin). */
+    {"WEFT_ASYNC_SPIN_US", "20", KNOB_INT, 0, 10000000, KNOB_AT(async_spin_us),
+     "where the host's ranks outnumber its cores, the waits of operations the progress thread "
+     "runs (asynchronous calls, which overlap the caller's own work: DDP's buckets during the "
+     "backward pass) poll at most this long, yielding, before they sleep, instead of WEFT_SPIN_US: "
+     "their polls would take the cores the ranks' computation needs"},
     {"WEFT_DEVICE", "auto", STRING_KNOB(device),
      "device engine for device buffers: auto (CUDA where built in and a GPU is present, else "
      "host buffers only), cuda, emulated (host memory standing in for a GPU, for tests), none"},

@@ -38,6 +38,8 @@ typedef struct {
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
   int device_resident;     /* WEFT_DEVICE_RESIDENT: device calls as device programs where eligible */
   int spin_us;             /* WEFT_SPIN_US: a wait polls (yielding the core) this long, then sleeps */
+  int async_spin_us;       /* WEFT_ASYNC_SPIN_US: the same for calls the progress thread runs
+                            * where the host's ranks outnumber its cores (comm/async.c) */
   char device[16];         /* WEFT_DEVICE: auto, cuda, emulated or none (device/device.h) */
   char ib_hca[256];        /* WEFT_IB_HCA: RDMA devices and ports to use (NCCL_IB_HCA syntax) */
   int ib_gid_index;        /* WEFT_IB_GID_INDEX: RoCE GID index, -1 = the RoCE v2 GID of our IPv4 */

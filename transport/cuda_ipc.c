@@ -766,7 +766,7 @@ static int any_ready(conn_t *const *conns, int n) {
   return 0;
 }
 
-static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
+static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms, int spin_us) {
   int any_busy = 0, fences = 0;
   for (int i = 0; i < n; i++) {
     const ipc_conn_t *c = (const ipc_conn_t *)conns[i];
@@ -776,7 +776,7 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms) {
   if (!any_busy) return WEFT_SUCCESS;
   /* Yielding polls first, as shm's wait (no PAUSE spin: see shm.c). */
   const ipc_transport_t *t = ((const ipc_conn_t *)conns[0])->t;
-  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  int64_t budget_us = spin_budget_us(spin_us, timeout_ms);
   if (shm_spin_until_ready(conns, n, any_ready, budget_us)) return WEFT_SUCCESS;
   /* The copy engines (or the emulation's workers) need the core more than we do. */
   if (fences && shm_spin_until_ready(conns, n, any_ready, FENCE_SPIN_US)) return WEFT_SUCCESS;

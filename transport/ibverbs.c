@@ -1139,13 +1139,12 @@ static int any_ready(void *arg) {
   return 0;
 }
 
-static weft_result_t ib_wait(conn_t *const *conns, int n, int timeout_ms) {
+static weft_result_t ib_wait(conn_t *const *conns, int n, int timeout_ms, int spin_us) {
   int busy = 0;
   for (int i = 0; i < n; i++) busy |= waiting((const ib_conn_t *)conns[i]);
   if (!busy) return WEFT_SUCCESS;
-  const ib_transport_t *t = ((const ib_conn_t *)conns[0])->t;
   wait_set_t w = {conns, n, WEFT_SUCCESS};
-  if (spin_yield_until(any_ready, &w, spin_budget_us(t->cfg->spin_us, timeout_ms))) return w.res;
+  if (spin_yield_until(any_ready, &w, spin_budget_us(spin_us, timeout_ms))) return w.res;
   /* Naps of 50 us growing to 1 ms: no completion channel to sleep on, and a nap costs little
    * next to the spin that came first. */
   int64_t end = clock_now_ms() + timeout_ms;

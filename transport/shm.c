@@ -676,7 +676,7 @@ static spin_peers_t where_peers_are(shm_transport_t *t, conn_t *const *conns, in
   return where;
 }
 
-static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
+static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms, int spin_us) {
   int busy = 0;
   for (int i = 0; i < n; i++) {
     busy |= waiting((const shm_conn_t *)conns[i]);
@@ -687,7 +687,7 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms) {
    * all-reduce over shm (4 ranks, 2 vCPUs) take 60 us instead of 33; 3000 took 250 us. The
    * busy phase (spin_choose: only with a core per local rank, peers on other cores) has none. */
   shm_transport_t *t = ((const shm_conn_t *)conns[0])->t;
-  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  int64_t budget_us = spin_budget_us(spin_us, timeout_ms);
   /* Where ranks outnumber cores every wait yields: no need to know where the peers are. */
   spin_mode_t mode = t->fit ? spin_choose(1, where_peers_are(t, conns, n)) : SPIN_YIELD;
   if (mode == SPIN_BUSY && spin_busy_phase(set_ready, &(wait_set_t){conns, n}, &budget_us))

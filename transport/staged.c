@@ -495,7 +495,7 @@ static int any_fence_passed(conn_t *const *conns, int n) {
  * first polls them for a moment, yielding the core (a slot's copy takes microseconds: a sleep
  * per slice would cost most of the time), then waits on the inner connections for at most 1 ms
  * at a time, so a finished copy is noticed soon. */
-static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms) {
+static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms, int spin_us) {
   conn_t *stack[64];
   conn_t **inner = n <= 64 ? stack : malloc(sizeof *inner * (size_t)n);
   if (!inner) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "staged wait: out of memory");
@@ -517,10 +517,10 @@ static weft_result_t staged_wait(conn_t *const *conns, int n, int timeout_ms) {
   }
   int slice = pending && timeout_ms > 1 ? 1 : timeout_ms;
   if (!mixed) {
-    res = inner[0]->ops->wait(inner, n, slice);
+    res = inner[0]->ops->wait(inner, n, slice, spin_us);
   } else {
     for (int i = 0; i < n && res == WEFT_SUCCESS; i++)
-      res = inner[i]->ops->wait(&inner[i], 1, slice < 1 ? slice : 1);
+      res = inner[i]->ops->wait(&inner[i], 1, slice < 1 ? slice : 1, spin_us);
   }
   /* The inner wait returns at once when nothing is posted to it (only copies in flight): let
    * the queues' workers, and ranks sharing this core, run before the caller polls again. */

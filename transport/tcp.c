@@ -740,7 +740,7 @@ static int pfds_ready(void *arg) {
   return poll(set->fds, set->n, 0) != 0; /* an error is reported by the blocking poll after */
 }
 
-static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
+static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms, int spin_us) {
   struct pollfd pfds[64];
   int np = 0;
   for (int i = 0; i < n; i++) {
@@ -755,7 +755,7 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms) {
   /* Poll without blocking (yielding the core) first: a blocking poll that sleeps costs a wake-up
    * per message, most of a small message's time (common/spin.h). */
   const tcp_transport_t *t = ((const tcp_conn_t *)conns[0])->t;
-  int64_t budget_us = spin_budget_us(t->cfg->spin_us, timeout_ms);
+  int64_t budget_us = spin_budget_us(spin_us, timeout_ms);
   pfd_set_t set = {pfds, (nfds_t)np};
   /* A rank bound to a core of its own polls without yielding first (spin.h says why). Unlike shm,
    * TCP cannot tell where its peers run: ranks bound to one shared core (taskset around the

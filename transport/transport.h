@@ -75,8 +75,10 @@ struct transport_ops {
   weft_result_t (*post_recv)(conn_t *c, void *buf, size_t len, xfer_t *x);
   /* Moves whatever bytes can move now; adds 1 to *progressed if any did. */
   weft_result_t (*progress)(conn_t *c, int *progressed);
-  /* Blocks until a posted transfer on one of `conns` may progress, or timeout_ms passes. */
-  weft_result_t (*wait)(conn_t *const *conns, int n, int timeout_ms);
+  /* Blocks until a posted transfer on one of `conns` may progress, or timeout_ms passes. Before
+   * it sleeps it polls for up to spin_us (common/spin.h), yielding the core between polls: the
+   * caller's policy (the executor's run says how long; WEFT_SPIN_US, WEFT_ASYNC_SPIN_US). */
+  weft_result_t (*wait)(conn_t *const *conns, int n, int timeout_ms, int spin_us);
   /* abortive: reset the connection at once instead of closing it in order. */
   void (*close)(conn_t *c, int abortive);
 

@@ -1,8 +1,10 @@
 // async_test.cc -- requests across real processes: many in flight complete in issue order, a
 // blocking call queues behind them, weft_test polls, weft_wait times out and stays valid, the
 // progress thread runs while the caller computes, a dead peer's error reaches weft_wait, and a
-// request still queued when its waiter arrives is run by the waiter, errors included.
+// request still queued when its waiter arrives is run by the waiter, errors included; where ranks
+// outnumber cores the progress thread's waits sleep soon instead of polling (WEFT_ASYNC_SPIN_US).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -16,12 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "tests/collectives_mp/rank_body.h"
 #include "tests/harness/mp_harness.h"
 
 // comm/async.c's count of requests their waiter ran itself (internal; the tests link weft
 // statically).
 extern "C" long comm_async_waiter_runs(const weft_comm_t* comm);
+// comm/async.c's spin policy for the calls its progress thread runs (internal, as above).
+extern "C" int comm_async_spin_us(const weft_config_t* config, int local_size, int ncpus);
 
 namespace {
 
@@ -277,6 +282,68 @@ TEST(Async, ProgressThreadRunsWhileTheCallerComputes) {
       120000);
   EXPECT_EQ(mp_summary(res), "");
   munmap(finished, sizeof(std::atomic<int>));
+}
+
+TEST(Async, ProgressThreadSpinPolicy) {
+  weft_config_t cfg{};
+  cfg.spin_us = 1000;
+  cfg.async_spin_us = 20;
+  EXPECT_EQ(comm_async_spin_us(&cfg, 4, 2), 20) << "more local ranks than cores";
+  EXPECT_EQ(comm_async_spin_us(&cfg, 2, 2), 1000) << "a core per rank";
+  EXPECT_EQ(comm_async_spin_us(&cfg, 1, 16), 1000);
+  EXPECT_EQ(comm_async_spin_us(&cfg, 4, 1), 1000) << "bound to a core of its own";
+  cfg.spin_us = 10;
+  EXPECT_EQ(comm_async_spin_us(&cfg, 4, 2), 10) << "never longer than WEFT_SPIN_US";
+}
+
+// Three ranks on two cores, WEFT_SPIN_US at 2 s. Rank 0 issues an all-reduce that its peers
+// join only 600 ms later and polls for it with sleeps in between: its progress thread waits the
+// whole time. Yielding polls would keep it busy all along (sched_yield returns at once with
+// nothing else on its core); at WEFT_ASYNC_SPIN_US (20 us) it sleeps until a peer rings.
+TEST(Async, ProgressThreadSleepsSoonWhereRanksOutnumberCores) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs two CPUs";
+  auto res = mp_run(
+      3,
+      [&](int rank, int n, int port) {
+        cpu_set_t two;
+        CPU_ZERO(&two);
+        for (int cpu = 0, got = 0; cpu < CPU_SETSIZE && got < 2; cpu++)
+          if (CPU_ISSET(cpu, &all)) CPU_SET(cpu, &two), got++;
+        if (sched_setaffinity(0, sizeof two, &two) != 0) return std::string("sched_setaffinity");
+        setenv("WEFT_SPIN_US", "2000000", 1);
+        unsetenv("WEFT_ASYNC_SPIN_US");
+        return with_comm(rank, n, port, [&](weft_comm_t* comm) -> std::string {
+          std::vector<float> buf(8, 1.0f);
+          const timespec ms = {0, 1000000};
+          if (rank != 0) {
+            for (int i = 0; i < 600; i++) nanosleep(&ms, nullptr);
+            weft_result_t r = weft_all_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32,
+                                              WEFT_SUM, comm, nullptr);
+            return r == WEFT_SUCCESS ? "" : fail(rank, "all_reduce", r);
+          }
+          timespec c0, c1;
+          clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+          weft_request_t* req;
+          weft_result_t r = weft_iall_reduce(buf.data(), buf.data(), buf.size(), WEFT_FLOAT32,
+                                             WEFT_SUM, comm, &req);
+          if (r != WEFT_SUCCESS) return fail(rank, "iall_reduce", r);
+          int done = 0;
+          while ((r = weft_test(req, &done)) == WEFT_SUCCESS && !done) nanosleep(&ms, nullptr);
+          if (r != WEFT_SUCCESS) return fail(rank, "all_reduce issued first", r);
+          clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+          double cpu_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6;
+          if (buf[0] != 3.0f) return "rank 0: got " + std::to_string(buf[0]);
+          if (cpu_ms > 150)
+            return "rank 0: " + std::to_string(cpu_ms) +
+                   " ms of CPU while its progress thread waited 600 ms for its peers: it polled "
+                   "instead of sleeping";
+          return "";
+        });
+      },
+      60000);
+  EXPECT_EQ(mp_summary(res), "");
 }
 
 TEST(Async, DeadPeerFailsTheRequestWithItsMessage) {

@@ -495,7 +495,7 @@ std::string DriveWith(Buffers* b, conn_t* c, dev_engine_t* dev, int rank,
              ": sent " + std::to_string(ds) + "/" + std::to_string(out.size()) + ", received " +
              std::to_string(dr) + "/" + std::to_string(in.size());
     // A fill in flight wakes nobody: look again soon.
-    if (ops->wait(&c, 1, pc < ps ? 1 : 50) != WEFT_SUCCESS)
+    if (ops->wait(&c, 1, pc < ps ? 1 : 50, kWaitSpinUs) != WEFT_SUCCESS)
       return Fail(rank, "wait on rank " + std::to_string(peer));
   }
   return "";
@@ -523,7 +523,7 @@ std::string WaitForFailure(conn_t* c, dev_engine_t* dev, size_t len, int nrecvs,
   while (res == WEFT_SUCCESS && NowSeconds() - start < timeout_ms / 1000.0) {
     int progressed = 0;
     res = c->ops->progress(c, &progressed);
-    if (res == WEFT_SUCCESS) res = c->ops->wait(&c, 1, 200);
+    if (res == WEFT_SUCCESS) res = c->ops->wait(&c, 1, 200, kWaitSpinUs);
   }
   *seconds = NowSeconds() - start;
   if (res == WEFT_SUCCESS) return "no failure within " + std::to_string(timeout_ms) + " ms";
@@ -578,7 +578,7 @@ std::string LendUntilFull(conn_t* c, dev_engine_t* dev, int rank, size_t len, in
   auto progress = [&]() {
     int progressed = 0;
     if (ops->progress(c, &progressed) != WEFT_SUCCESS) return false;
-    return progressed || ops->wait(&c, 1, 50) == WEFT_SUCCESS;
+    return progressed || ops->wait(&c, 1, 50, kWaitSpinUs) == WEFT_SUCCESS;
   };
 
   // Lent and not committed: the ring has no more than its capacity to lend.
@@ -689,7 +689,8 @@ std::string SendThenLendWithoutCommit(conn_t* c, dev_engine_t* dev, int rank, si
   // Progress while holding them, as an executor would: still nothing may reach the peer.
   for (double until = NowSeconds() + 0.1; err.empty() && NowSeconds() < until;) {
     int progressed = 0;
-    if (ops->progress(c, &progressed) != WEFT_SUCCESS || ops->wait(&c, 1, 10) != WEFT_SUCCESS)
+    if (ops->progress(c, &progressed) != WEFT_SUCCESS ||
+        ops->wait(&c, 1, 10, kWaitSpinUs) != WEFT_SUCCESS)
       err = "progress while holding lent slots";
   }
   // The filled slots are ready, but a commit out of lending order is refused.
@@ -713,7 +714,7 @@ std::string ReceiveThenNothing(conn_t* c, dev_engine_t* dev, int rank, size_t be
   while (res == WEFT_SUCCESS && !x->complete && NowSeconds() < deadline) {
     int progressed = 0;
     res = c->ops->progress(c, &progressed);
-    if (res == WEFT_SUCCESS && !progressed) res = c->ops->wait(&c, 1, 50);
+    if (res == WEFT_SUCCESS && !progressed) res = c->ops->wait(&c, 1, 50, kWaitSpinUs);
   }
   if (x->complete) return what + ": a message arrived from a slot never committed";
   if (res == WEFT_SUCCESS)

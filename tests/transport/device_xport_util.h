@@ -34,6 +34,9 @@ weft_result_t OpenTestEngine(dev_engine_t** dev);
 // Defaults of every knob with small slices so that streams run through the rings many times.
 weft_config_t TestConfig(size_t slice_bytes, int shm_slots, int slices_in_flight);
 
+// How long the tests' transport waits poll before they sleep: WEFT_SPIN_US's default.
+constexpr int kWaitSpinUs = 1000;
+
 // A communicator id of its own per test, so leftovers are told apart.
 uint64_t TestCommId();
 

@@ -590,7 +590,7 @@ TEST(IbBackpressure, SendsStopAtTheRingThenResume) {
           for (double end = NowSeconds() + seconds; !done() && NowSeconds() < end;) {
             int progressed = 0;
             if (c->ops->progress(c, &progressed) != WEFT_SUCCESS ||
-                (!progressed && c->ops->wait(&c, 1, 20) != WEFT_SUCCESS))
+                (!progressed && c->ops->wait(&c, 1, 20, kWaitSpinUs) != WEFT_SUCCESS))
               return "rank " + std::to_string(rank) + ": " + err_last();
           }
           return "";

@@ -100,7 +100,7 @@ std::string Finish(conn_t* c, xfer_t* x, int timeout_ms) {
     if (c->ops->progress(c, &moved) != WEFT_SUCCESS) return err_last();
     if (x->complete) break;
     if (NowSeconds() > end) return "timed out";
-    if (c->ops->wait(&c, 1, 200) != WEFT_SUCCESS) return err_last();
+    if (c->ops->wait(&c, 1, 200, kWaitSpinUs) != WEFT_SUCCESS) return err_last();
   }
   return "";
 }
