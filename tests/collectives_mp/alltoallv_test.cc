@@ -108,7 +108,9 @@ TEST(AllToAllvLarge, QuarterMebiPartsOverShmAndTcp) {
 }
 
 // Rank 0 sends rank 1 five elements, rank 1 expects four: both fail with a message that names
-// both ranks and both counts; rank 2, which agrees with both, is released by their abort.
+// both ranks and both counts; rank 2, which agrees with both, is released by their abort. Rank 2
+// may still be in init when they abort (their init does not wait for it: the ring's shm segments
+// are created by whichever side comes first), and its init then fails naming a peer that left.
 TEST(AllToAllvMismatch, BothRanksOfThePairFail) {
   auto results = mp_run(
       3,
@@ -116,6 +118,10 @@ TEST(AllToAllvMismatch, BothRanksOfThePairFail) {
         setenv("WEFT_TIMEOUT_MS", "5000", 1);
         weft_comm_t* comm;
         std::string err = join(rank, n, port, &comm);
+        if (!err.empty() && rank == 2 &&
+            (err.find("with rank 0") != std::string::npos ||
+             err.find("with rank 1") != std::string::npos))
+          return "";
         if (!err.empty()) return err;
         std::vector<size_t> sc(n, 2), rc(n, 2), sd(n), rd(n);
         for (int j = 0; j < n; j++) sd[j] = rd[j] = 8 * (size_t)j;
