@@ -39,6 +39,7 @@
 
 #include "comm/comm.h"
 #include "comm/handles.h"
+#include "common/spin.h"
 
 struct weft_request {
   weft_call_t call;
@@ -151,7 +152,7 @@ static weft_result_t request_take(weft_request_t *r) {
 }
 
 int comm_async_spin_us(const weft_config_t *config, int local_size, int ncpus) {
-  if (local_size <= ncpus || ncpus == 1 || config->async_spin_us >= config->spin_us)
+  if (spin_cores_enough(local_size, ncpus) || config->async_spin_us >= config->spin_us)
     return config->spin_us;
   return config->async_spin_us;
 }

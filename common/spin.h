@@ -59,6 +59,12 @@ static inline int spin_bound_to_one_cpu(void) {
   return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) == 1;
 }
 
+/* Whether `local_ranks` ranks have a core each among the `ncpus` this process may run on. One CPU
+ * alone counts as enough: a rank bound to a core of its own (its peers have theirs). */
+static inline int spin_cores_enough(int local_ranks, int ncpus) {
+  return local_ranks <= ncpus || ncpus == 1;
+}
+
 /* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */
 static inline int64_t spin_budget_us(int spin_us, int timeout_ms) {
   int64_t cap = (int64_t)timeout_ms * 1000;

@@ -170,8 +170,8 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
    * then poll up to SPIN_BUSY_US while the rank beside them, which they do not wait for, waits
    * for the core; weft-run --bind core refuses that placement.) */
   cpu_set_t cpus;
-  t->fit = sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
-           (n + 1 <= CPU_COUNT(&cpus) || CPU_COUNT(&cpus) == 1);
+  t->fit =
+      sched_getaffinity(0, sizeof cpus, &cpus) == 0 && spin_cores_enough(n + 1, CPU_COUNT(&cpus));
   return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
 }
 
