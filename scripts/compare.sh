@@ -49,6 +49,7 @@ mpicc -O2 -Wall -Wextra -o "$bin/mpi_bench" $p/mpi_bench.c
 gcc -O2 -Wall -Wextra -o "$bin/memcpy_bw" $p/memcpy_bw.c
 gcc -O2 -Wall -Wextra -o "$bin/tcp_loopback" $p/tcp_loopback.c
 gcc -O2 -Wall -Wextra -o "$bin/tcp_latency_floor" $p/tcp_latency_floor.c
+gcc -O3 -Wall -Wextra -o "$bin/shm_floor" $p/shm_floor.c
 
 mkdir -p "$out/raw"
 sweep=(-b "$min" -e "$max" -n "$iters" -w 3)
@@ -79,6 +80,17 @@ for n in ${ranks//,/ }; do
   echo "$n $us" >>"$out/floor.txt"
   echo "tcp_floor_us ${n}ranks $us   (recursive doubling of $min on bare loopback sockets, yielding polls, median of 3 runs)" | tee -a "$out/limits.txt"
 done
+
+# The least memory work of an all-reduce between local ranks (shm_floor.c), per rank count and
+# size from 1 MiB up: an upper bound on any library's busbw over shared memory.
+: >"$out/shm_floor.txt"
+for n in ${ranks//,/ }; do
+  for ((b = $(peer_size "$min") > 1048576 ? $(peer_size "$min") : 1048576; b <= $(peer_size "$max"); b *= 2)); do
+    gbps=$(for i in 1 2 3; do "$bin/shm_floor" "$n" "$b" | awk '{print $2}'; done | median3)
+    echo "$n $b $gbps" >>"$out/shm_floor.txt"
+  done
+done
+echo "shm_floor: busbw bound per rank count and size in shm_floor.txt (each rank reads and writes its buffer once, all at once, median of 3 runs)" | tee -a "$out/limits.txt"
 
 # --- does this weft know WEFT_TRANSPORT? ----------------------------------------------------------
 # Known if a bogus value makes init fail, or the name is compiled in at all; otherwise setting it
@@ -131,6 +143,6 @@ done
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------
-python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" "$out/floor.txt" "$cold_bw" "$cold_cores" | tee "$out/table.txt"
+python3 $p/compare_table.py "$out" "$memcpy_bw" "$reduce_bw" "$tcp_bw" "$tcp_cores" "$(nproc)" "$knob" "$out/floor.txt" "$cold_bw" "$cold_cores" "$out/shm_floor.txt" | tee "$out/table.txt"
 gnuplot -e "csv='$out/compare.csv'; png='$out/compare.png'; ranks='${ranks//,/ }'" $p/compare.gp
 echo "compare: wrote $out/{compare.csv,compare.png,table.txt,limits.txt,raw/}" >&2

@@ -1,8 +1,9 @@
 """compare_table.py -- joins compare.sh's raw logs into compare.csv and a printed table with ratios and limits.
 
 Usage: compare_table.py OUTDIR MEMCPY_GBPS REDUCE_GBPS TCP_GBPS TCP_CORES_BUSY CORES KNOB(yes|no) [FLOOR_FILE]
-       [COLD_TCP_GBPS COLD_CORES_BUSY]
+       [COLD_TCP_GBPS COLD_CORES_BUSY] [SHM_FLOOR_FILE]
 FLOOR_FILE: lines "RANKS US" -- the raw-TCP 4 KiB all-reduce floor per rank count (tcp_latency_floor).
+SHM_FLOOR_FILE: lines "RANKS BYTES GBPS" -- the busbw bound of shm_floor (the least memory work).
 """
 import csv
 import glob
@@ -22,6 +23,11 @@ per_core = tcp / busy  # loopback bytes/s one core moves, both kernel copies inc
 
 
 cold_per_core = float(sys.argv[9]) / float(sys.argv[10]) if len(sys.argv) > 10 else None
+shm_floor = {}
+if len(sys.argv) > 11 and os.path.exists(sys.argv[11]):
+    for line in open(sys.argv[11]):
+        k, b, v = line.split()
+        shm_floor[(int(k), int(b))] = float(v)
 
 
 def tcp_limit(p, core_rate=per_core):
@@ -86,15 +92,18 @@ def ratio(a, b):
 # With the knob unknown, auto is weft's only transport (TCP): it stands in for the TCP fraction.
 tcp_path = "weft-tcp" if knob == "yes" else "weft-auto"
 header = ["ranks", "size"] + COLS + ["best_tcp_peer", "weft-tcp/best_tcp", "weft-shm/best", "weft-auto/best",
-                                     "tcp_limit_busbw", f"{tcp_path}/tcp_limit"]
+                                     "tcp_limit_busbw", f"{tcp_path}/tcp_limit", "shm_floor_busbw",
+                                     "weft-shm/shm_floor"]
 rows = []
 for (n, size), row in sorted(busbw.items()):
     bt, bt_name = best(row, TCP_PEERS)
     ba, _ = best(row, ALL_PEERS)
     limit = tcp_limit(n)
+    sf = shm_floor.get((n, size))
     rows.append([n, size] + [f"{row[c]:.3f}" if num(row.get(c)) else row.get(c, "n/a") for c in COLS] +
                 [bt_name, ratio(num(row.get("weft-tcp")), bt), ratio(num(row.get("weft-shm")), ba),
-                 ratio(num(row.get("weft-auto")), ba), f"{limit:.3f}", ratio(num(row.get(tcp_path)), limit)])
+                 ratio(num(row.get("weft-auto")), ba), f"{limit:.3f}", ratio(num(row.get(tcp_path)), limit),
+                 f"{sf:.3f}" if sf else "n/a", ratio(num(row.get("weft-shm")), sf)])
 
 with open(os.path.join(out, "compare.csv"), "w", newline="") as f:
     csv.writer(f).writerows([header] + rows)
@@ -122,11 +131,18 @@ TCP stream: T = {tcp:.2f} GB/s with U = {busy:.2f} cores busy (sender + receiver
   for scale, the copies alone at memcpy speed would allow cores*M/(2p).{cold_text()}
   weft's fraction uses {tcp_path}{'' if knob == 'yes' else ' (WEFT_TRANSPORT unknown to this weft: auto is its TCP transport)'}.
 """)
+if shm_floor:
+    print("""Shared memory (shm-floor, from 1 MiB; shm_floor.c): every all-reduce reads each rank's input and
+  writes each rank's output at least once. p processes that each read and write their own buffer of
+  the size once, all at once, take the time that busbw column converts; no library's all-reduce
+  over shared memory can beat it. It leaves out the peers' bytes and the reductions, so it is loose:
+  a ring also copies (p-1)/p of the size into a peer's reach and reduces as much.
+""")
 short = {"weft-auto": "w-auto", "weft-tcp": "w-tcp", "weft-shm": "w-shm", "gloo-ring": "g-ring",
          "gloo-ring_chunked": "g-chunk", "gloo-halving_doubling": "g-hd", "openmpi-default": "mpi-def",
          "openmpi-tcp": "mpi-tcp", "weft-tcp/best_tcp": "tcp/bTCP", "weft-shm/best": "shm/best",
          "weft-auto/best": "auto/best", "tcp_limit_busbw": "limit", f"{tcp_path}/tcp_limit": "of-limit",
-         "best_tcp_peer": "best_tcp"}
+         "best_tcp_peer": "best_tcp", "shm_floor_busbw": "shm-floor", "weft-shm/shm_floor": "of-floor"}
 print(f"busbw in GB/s (median over iterations{f', then over {nruns} runs' if nruns > 1 else ''});"
       " ratios are weft / peer")
 print(" ".join(f"{short.get(h, h):>9}" for h in header))
