@@ -84,8 +84,10 @@ done
 # The least memory work of an all-reduce between local ranks (shm_floor.c), per rank count and
 # size from 1 MiB up: an upper bound on any library's busbw over shared memory.
 : >"$out/shm_floor.txt"
+lo=$(peer_size "$min") hi=$(peer_size "$max")
+((lo >= 1048576)) || lo=1048576
 for n in ${ranks//,/ }; do
-  for ((b = $(peer_size "$min") > 1048576 ? $(peer_size "$min") : 1048576; b <= $(peer_size "$max"); b *= 2)); do
+  for ((b = lo; b <= hi; b *= 2)); do
     gbps=$(for i in 1 2 3; do "$bin/shm_floor" "$n" "$b" | awk '{print $2}'; done | median3)
     echo "$n $b $gbps" >>"$out/shm_floor.txt"
   done

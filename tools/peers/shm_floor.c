@@ -8,8 +8,7 @@
  * starting together; a pass lasts from the first process's start to the last one's end. No
  * all-reduce of BYTES per rank over RANKS local ranks can be faster than that pass, so its busbw
  * (nccl-tests' all-reduce formula, the median pass of PASSES) bounds every library's from above.
- * The bound is loose by the rest of the work (the peers' bytes read, the reductions), and tight
- * where a size fits the caches only as long as the buffers alone are touched. */
+ * The bound is loose by the rest of an all-reduce's work: reading the peers' bytes, reducing. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
