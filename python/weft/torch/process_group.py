@@ -535,35 +535,48 @@ class _Causes:
             if not self._published:
                 self._published = True
                 self._store.set(f"{self._KEY}{self._rank}", f"{int(code)}|{error.message}")
-            if code not in (Result.TIMEOUT, Result.REMOTE):
-                return error
-            if self._note is None:
-                self._note = self._search(code)
         except Exception:  # noqa: BLE001 -- the store dies with rank 0, which serves it
             self._note = ""
+        if code not in (Result.TIMEOUT, Result.REMOTE):
+            return error
+        if self._note is None:
+            self._note = self._search(code)
         if not self._note:
             return error
         return WeftError(f"{error.message}; {self._note}", code)
 
     def _search(self, code):
+        """The note for a failure of this code: who is silent, and for REMOTE who failed first.
+        A store that stops answering ends the wait but keeps what it told: rank 0 serves it, and
+        a rank 0 that has failed too leaves once its own wait is over, which can be before this
+        rank's (a rank told by rank 0's abort starts waiting later)."""
         others = {r: f"{self._KEY}{r}" for r in range(self._size) if r != self._rank}
         found = {}
         deadline = time.monotonic() + self.wait_s
-        while True:
-            for r, key in others.items():
-                if r not in found and self._has(key, deadline):
-                    c, _, message = self._store.get(key).decode().partition("|")
-                    found[r] = (int(c), message)
+        store_gone = False
+        while not store_gone:
+            try:
+                for r, key in others.items():
+                    if r not in found and self._has(key, deadline):
+                        c, _, message = self._store.get(key).decode().partition("|")
+                        found[r] = (int(c), message)
+            except Exception:  # noqa: BLE001 -- gone with rank 0, which serves it
+                store_gone = True
             left = deadline - time.monotonic()
             if len(found) == len(others) or left <= 0:
                 break
-            time.sleep(min(self.POLL_S, left))
+            if not store_gone:
+                time.sleep(min(self.POLL_S, left))
         notes = []
         silent = sorted(set(others) - set(found))
+        if silent and not found and store_gone:
+            return ""  # the store told nothing: no rank can be named
         if silent:
             ranks = ", ".join(f"rank {r}" for r in silent)
-            notes.append(f"{ranks} reported no failure within {self.wait_s:g} s of this one "
-                         f"(exited, killed, or stuck outside weft)")
+            within = ("before the group's store (served by rank 0) stopped answering"
+                      if store_gone else f"within {self.wait_s:g} s of this one")
+            notes.append(f"{ranks} reported no failure {within} (exited, killed, or stuck "
+                         f"outside weft)")
         if code == Result.REMOTE:
             first = next(((r, m) for r, (c, m) in sorted(found.items())
                           if c != Result.REMOTE), None)
