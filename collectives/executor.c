@@ -34,7 +34,9 @@
 #define DESC_SLOT_DATA 64
 #define AGREE_BYTES 32
 #define AGREE_MAGIC 0x57464147u /* "WFAG" */
-#define MAX_WINDOW 64
+#define MAX_WINDOW WEFT_MAX_SLICES_IN_FLIGHT
+/* Slices in flight per stream where neither WEFT_SLICES_IN_FLIGHT nor the transport says. */
+#define DEFAULT_WINDOW 4
 /* How long one wait blocks at most, so the inactivity timeout is checked often enough. */
 #define WAIT_SLICE_MS 200
 /* How long one wait blocks at most while device work is pending (fences are polled). */
@@ -69,7 +71,7 @@ typedef struct stream {
   int cap;         /* min(window, the messages the stream carries in this call) */
   int head, count;
   int lent;      /* send streams, device mode: slots lent and not yet committed */
-  char *staging; /* window slots of slice bytes, for reducing receives */
+  char *staging; /* cap slots of slice bytes, for reducing receives */
 } stream_t;
 
 /* Transports that lend a received slice in place (shm) let a reducing receive read the peer's
@@ -93,7 +95,6 @@ typedef struct {
   const coll_desc_t *desc;
   char *bufs[SCHED_NUM_BUFS]; /* base of each sched_buf_t */
   size_t esize, slice_elems;
-  int window;
   int device;      /* the buffers are device memory: reductions and copies go to the queue */
   int dev_pending; /* device work enqueued whose fence has not passed yet */
   kern_reduce_fn reduce;
@@ -251,6 +252,14 @@ static int reserve(void **mem, size_t *have, size_t need) {
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
+/* Slices a stream over transport `t` keeps posted ahead: WEFT_SLICES_IN_FLIGHT where set, else
+ * what the transport asks for (transport_ops_t.depth), else DEFAULT_WINDOW. */
+static int stream_window(const run_t *r, const transport_ops_t *t) {
+  int w = r->ctx->config->slices_in_flight;
+  if (w <= 0) w = t->depth > 0 ? t->depth : DEFAULT_WINDOW;
+  return w < MAX_WINDOW ? w : MAX_WINDOW;
+}
+
 /* Groups the ops into streams, connects their peers, and lays out scratch memory. */
 static weft_result_t setup(run_t *r) {
   exec_ctx_t *ctx = r->ctx;
@@ -305,9 +314,24 @@ static weft_result_t setup(run_t *r) {
   }
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
+    /* Connected first: how deep a stream goes and whether it needs staging depend on its
+     * transport. */
+    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
+    const transport_ops_t *t = st->conn->ops;
+    st->desc_slot = st->hdr_pending && !r->device && t->desc_slot && t->lend_send &&
+                    t->commit_send && t->post_recv_inplace && t->release_recv;
+    if (r->device && !recv_in_place(st))
+      return WEFT_ERR(WEFT_ERR_INTERNAL,
+                      "the %s transport to rank %d cannot lend received "
+                      "device slices in place",
+                      st->conn->ops->name, st->peer);
+    int known = 0;
+    for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
+    if (!known) r->conns[r->nconns++] = st->conn;
+    int window = stream_window(r, t);
     size_t msgs = (size_t)st->hdr_pending;
     for (int k = 0; k < st->nops; k++) msgs += r->states[st->ops[k]].nslices;
-    st->cap = msgs < (size_t)r->window ? (int)(msgs ? msgs : 1) : r->window;
+    st->cap = msgs < (size_t)window ? (int)(msgs ? msgs : 1) : window;
     fifo_entries += (size_t)st->cap;
   }
   if (!reserve(&ctx->fifo_mem, &ctx->fifo_mem_bytes, fifo_entries * sizeof(flight_t))) goto oom;
@@ -322,22 +346,9 @@ static weft_result_t setup(run_t *r) {
   size_t need = 2 * HDR_BYTES + 64 + scratch_bytes;
   for (int i = 0; i < r->nstreams; i++) {
     stream_t *st = &r->streams[i];
-    /* Connected first: whether a stream needs staging depends on its transport. */
-    WEFT_CHECK(ctx->get_conn(ctx->owner, st->peer, r->device, &st->conn));
-    const transport_ops_t *t = st->conn->ops;
-    st->desc_slot = st->hdr_pending && !r->device && t->desc_slot && t->lend_send &&
-                    t->commit_send && t->post_recv_inplace && t->release_recv;
-    if (r->device && !recv_in_place(st))
-      return WEFT_ERR(WEFT_ERR_INTERNAL,
-                      "the %s transport to rank %d cannot lend received "
-                      "device slices in place",
-                      st->conn->ops->name, st->peer);
-    int known = 0;
-    for (int c = 0; c < r->nconns; c++) known |= r->conns[c] == st->conn;
-    if (!known) r->conns[r->nconns++] = st->conn;
     for (int k = 0; k < st->nops && !recv_in_place(st); k++)
       if (sched_is_reduce(s->ops[st->ops[k]].kind)) {
-        need += (size_t)r->window * slot_bytes;
+        need += (size_t)st->cap * slot_bytes;
         break;
       }
   }
@@ -371,7 +382,7 @@ static weft_result_t setup(run_t *r) {
     for (int k = 0; k < st->nops && !recv_in_place(st); k++)
       if (sched_is_reduce(s->ops[st->ops[k]].kind)) {
         st->staging = stage;
-        stage += (size_t)r->window * slot_bytes;
+        stage += (size_t)st->cap * slot_bytes;
         break;
       }
   }
@@ -391,6 +402,11 @@ static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *
   *first = j * r->slice_elems;
   size_t left = op->count - *first;
   *n = left < r->slice_elems ? left : r->slice_elems;
+}
+
+/* One more message posted on the stream and not yet retired. */
+static void count_posted(run_t *r, stream_t *st) {
+  if (++st->count > r->ctx->stats.deepest) r->ctx->stats.deepest = (uint64_t)st->count;
 }
 
 /* The stream's current slice has been posted: on to the next. */
@@ -536,7 +552,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
                    weft_algo_name(r->desc->algo), r->desc->seq, -1, -1,
                    r->ctx->config->slice_bytes);
       st->hdr_pending = 0;
-      st->count++;
+      count_posted(r, st);
       *progressed = 1;
       continue;
     }
@@ -555,7 +571,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
         trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
                    weft_algo_name(r->desc->algo), r->desc->seq, -1, -1, HDR_BYTES);
       st->hdr_pending = 0;
-      st->count++;
+      count_posted(r, st);
       *progressed = 1;
       continue;
     }
@@ -629,7 +645,7 @@ static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
       trace_post(r->ctx->trace, st->peer, st->is_send, slot, weft_coll_name(r->desc->kind),
                  weft_algo_name(r->desc->algo), r->desc->seq, op->step, (long)j, bytes);
     r->ctx->stats.messages += (uint64_t)st->is_send;
-    st->count++;
+    count_posted(r, st);
     *progressed = 1;
     stream_advance(r, st);
   }
@@ -688,7 +704,7 @@ static void fused_advance(run_t *r, stream_t *out, int fwd, size_t bytes) {
     trace_post(r->ctx->trace, out->peer, 1, k, weft_coll_name(r->desc->kind),
                weft_algo_name(r->desc->algo), r->desc->seq, r->s->ops[fwd].step,
                (long)out->next_slice, bytes);
-  out->count++;
+  count_posted(r, out);
   if (++out->next_slice == r->states[fwd].nslices) {
     out->cur++;
     out->next_slice = 0;
@@ -1141,8 +1157,6 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.esize = desc->kind == WEFT_COLL_BARRIER ? 1 : weft_dtype_size(desc->dtype);
   r.slice_elems = (device ? ctx->dev_config : ctx->config)->slice_bytes / r.esize;
   if (r.slice_elems == 0) r.slice_elems = 1;
-  r.window =
-      ctx->config->slices_in_flight < MAX_WINDOW ? ctx->config->slices_in_flight : MAX_WINDOW;
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
   r.reduce_copy = kern_reduce_copy_lookup(desc->dtype, desc->op);
   weft_result_t res = s == ctx->validated ? WEFT_SUCCESS : sched_validate(s, ctx->nranks);

@@ -1,12 +1,13 @@
 /* executor.h -- internal: runs any schedule over the communicator's transports.
  *
  * One executor serves every algorithm: it slices ops, keeps up to WEFT_SLICES_IN_FLIGHT slices
- * posted per stream, reduces incoming slices (in the peer's slot where the transport lends it,
- * else from a small staging ring) as they arrive, forwards slices as soon as their dependency
- * completed, and bounds every wait by WEFT_TIMEOUT_MS of inactivity. Fused steps (schedule.h)
- * write their result straight into the slot the next peer reads (transport.h's lend_send): the
- * received slice is read once and the output written once, as NCCL's recvReduceSend and
- * recvReduceCopySend do; exec_stats_t counts what was written where. Before any data, each rank sends a description of the call (the
+ * posted per stream (0, its default: as many as the stream's transport asks for), reduces
+ * incoming slices (in the peer's slot where the transport lends it, else from a small staging
+ * ring) as they arrive, forwards slices as soon as their dependency completed, and bounds every
+ * wait by WEFT_TIMEOUT_MS of inactivity. Fused steps (schedule.h) write their result straight
+ * into the slot the next peer reads (transport.h's lend_send): the received slice is read once
+ * and the output written once, as NCCL's recvReduceSend and recvReduceCopySend do; exec_stats_t
+ * counts what was written where. Before any data, each rank sends a description of the call (the
  * collective, its sequence number, count, dtype, op, root) to its right ring neighbour and checks
  * the one from its left: ranks that disagree fail with WEFT_ERR_MISMATCH instead of exchanging
  * garbage. Over shm (transport.h's desc_slot) the description takes a whole slot and carries the
@@ -37,13 +38,15 @@ extern "C" {
 #endif
 
 
-/* Bytes the executor's steps wrote, summed over calls (tests read them to check that a fused
- * ring writes each output element once; nothing else depends on them). */
+/* Bytes the executor's steps wrote, summed over calls, and how deep its streams went (tests read
+ * them to check that a fused ring writes each output element once and how many slices a
+ * transport keeps in flight; nothing else depends on them). */
 typedef struct {
   uint64_t recvbuf_bytes; /* written into the caller's output: receives, reductions, copies */
   uint64_t slot_bytes;    /* written into memory the peers read: every message sent */
   uint64_t fused_slices;  /* slices that went through a fused step */
   uint64_t messages;      /* messages sent, call descriptions included */
+  uint64_t deepest;       /* the most messages one stream had posted and not retired at once */
 } exec_stats_t;
 
 /* The communicator side the executor needs: who we are, connections on demand, and scratch memory

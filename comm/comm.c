@@ -422,6 +422,9 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
     describe_via(c, via, sizeof via);
     int ib_peers = 0;
     for (int r = 0; r < c->nranks; r++) ib_peers += r != c->rank && c->via[r] == COMM_IB;
+    char window[48] = "each transport's own number of slices";
+    if (c->config.slices_in_flight > 0)
+      snprintf(window, sizeof window, "%d slices", c->config.slices_in_flight);
     if (ib_peers) {
       char dev[224];
       ibverbs_describe(c->transports[COMM_IB], dev, sizeof dev);
@@ -430,12 +433,12 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
     fprintf(stderr,
             "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
             "per peer), shm rings of %d slots, slices of %zu bytes (device buffers: %d slots of "
-            "%zu), %d in flight, timeout %d ms; "
+            "%zu), %s in flight, timeout %d ms; "
             "cost model%s alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B (device buffers: "
             "%.2f us, %.3f ns/B, %.3f ns/B)\n",
             c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
             c->config.shm_slots, c->config.slice_bytes, c->dev_config.shm_slots,
-            c->dev_config.slice_bytes, c->config.slices_in_flight, c->config.timeout_ms,
+            c->dev_config.slice_bytes, window, c->config.timeout_ms,
             c->model_tuned ? " (WEFT_TUNE_FILE)" : "", c->model.alpha * 1e6, c->model.beta * 1e9,
             c->model.gamma * 1e9, c->dev_model.alpha * 1e6, c->dev_model.beta * 1e9,
             c->dev_model.gamma * 1e9);

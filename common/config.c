@@ -42,8 +42,10 @@ static const knob_t knobs[] = {
      "(0: the kernel's default and autotuning)"},
     {"WEFT_SLICE_BYTES", "65536", KNOB_SIZE, 4096, 1 << 30, KNOB_AT(slice_bytes),
      "pipeline unit: each ring chunk moves in slices of this many bytes"},
-    {"WEFT_SLICES_IN_FLIGHT", "4", KNOB_INT, 1, 64, KNOB_AT(slices_in_flight),
-     "slices each step keeps posted ahead (staging buffers per peer)"},
+    {"WEFT_SLICES_IN_FLIGHT", "0", KNOB_INT, 0, WEFT_MAX_SLICES_IN_FLIGHT,
+     KNOB_AT(slices_in_flight),
+     "slices each step keeps posted ahead per peer (staging buffers); 0: each transport's own "
+     "(TCP 16, the others 4)"},
     {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 setup and failures, 2 every collective (stderr)"},
     {"WEFT_SOCKET_IFNAME", "", STRING_KNOB(socket_ifname),
      "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},

@@ -14,13 +14,17 @@
 extern "C" {
 #endif
 
+/* Most slices one stream keeps in flight (WEFT_SLICES_IN_FLIGHT's bound). */
+#define WEFT_MAX_SLICES_IN_FLIGHT 64
+
 typedef struct {
   int timeout_ms;         /* WEFT_TIMEOUT_MS: longest wait without progress in any operation */
   int connect_timeout_ms; /* WEFT_CONNECT_TIMEOUT_MS: how long init waits for master and peers */
   int nsocks;             /* WEFT_NSOCKS: TCP connections per peer that large messages stripe over */
   int sockbuf_bytes;      /* WEFT_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF, 0 = kernel default */
   size_t slice_bytes;     /* WEFT_SLICE_BYTES: pipeline unit: each chunk moves in slices of this */
-  int slices_in_flight;   /* WEFT_SLICES_IN_FLIGHT: slices posted ahead per step (staging depth) */
+  int slices_in_flight;   /* WEFT_SLICES_IN_FLIGHT: slices posted ahead per step (staging depth);
+                           * 0: each transport's (transport_ops_t.depth) */
   int debug;              /* WEFT_DEBUG: 0 quiet, 1 info, 2 trace */
   char socket_ifname[128]; /* WEFT_SOCKET_IFNAME: interfaces to advertise (NCCL syntax) */
   char trace[1024];        /* WEFT_TRACE: per-rank Chrome trace files start with this; "" = off */

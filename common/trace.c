@@ -110,7 +110,8 @@ weft_result_t trace_open(trace_t **out, const weft_config_t *cfg, int rank, int 
   /* Not pid 0: Perfetto takes it for the kernel's idle process. Later communicators get pids of
    * their own, so a merged trace does not mix their tracks. */
   t->pid = k * 1000000 + rank + 1;
-  t->nslots = cfg->slices_in_flight;
+  /* A stream's slots number its window: the knob's where set, else its transport's. */
+  t->nslots = cfg->slices_in_flight > 0 ? cfg->slices_in_flight : WEFT_MAX_SLICES_IN_FLIGHT;
   t->max = (size_t)cfg->trace_max_events;
   t->realtime_offset = realtime_ns() - clock_now_ns();
   *out = t;

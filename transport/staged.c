@@ -2,8 +2,9 @@
  *
  * Each direction has a ring of pinned slots of WEFT_SLICE_BYTES and a device queue of its own, so
  * the copies between device and host overlap the network and each other (while slot i crosses the
- * wire, slot i+1 is being copied). Receiving takes max(2, WEFT_SLICES_IN_FLIGHT) slots; sending
- * max(2, WEFT_SLICES_IN_FLIGHT, WEFT_SHM_SLOTS), for lending (below).
+ * wire, slot i+1 is being copied). Receiving takes max(2, WEFT_SLICES_IN_FLIGHT) slots
+ * (STAGED_DEPTH where that is 0, its default); sending at least WEFT_SHM_SLOTS as well, for
+ * lending (below).
  *
  *   send:      device buf --copy on "out"--> slot --inner post_send--> wire
  *   lent send: caller's device work (or CPU) writes the slot --inner post_send--> wire
@@ -51,6 +52,11 @@
 /* While device copies are in flight, how long wait() polls them before waiting on the inner
  * connections (which a finished copy does not wake). */
 #define FENCE_SPIN_NS 200000
+
+/* Receive slots, and the executor's slices in flight per stream over this transport, where
+ * WEFT_SLICES_IN_FLIGHT leaves it to the transport: the device copy of slot i overlaps slot i+1
+ * on the wire and a slot or two more in the inner connection. */
+#define STAGED_DEPTH 4
 
 enum {
   SLOT_FREE = 0,
@@ -157,7 +163,8 @@ weft_result_t staged_wrap(conn_t *inner, struct dev_engine *dev, const weft_conf
   c->inner = inner;
   c->dev = dev;
   c->slot_bytes = cfg->slice_bytes;
-  int nrx = cfg->slices_in_flight > 2 ? cfg->slices_in_flight : 2;
+  int nrx = cfg->slices_in_flight > 0 ? cfg->slices_in_flight : STAGED_DEPTH;
+  if (nrx < 2) nrx = 2;
   /* Lending needs the send ring to be as deep as shm's (see the top of the file). */
   int ntx = cfg->shm_slots > nrx ? cfg->shm_slots : nrx;
   weft_result_t res;
@@ -543,4 +550,5 @@ const transport_ops_t staged_conn_ops = {
     .lend_send = staged_lend_send,
     .commit_send = staged_commit_send,
     .lend_in_place = 1,
+    .depth = STAGED_DEPTH,
 };

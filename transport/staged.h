@@ -28,10 +28,11 @@ extern "C" {
 struct dev_engine;
 
 /* Wraps `inner` (not owned). Slots, each cfg->slice_bytes of pinned host memory from `dev`:
- * max(2, cfg->slices_in_flight) for receiving, max(2, cfg->slices_in_flight, cfg->shm_slots) for
- * sending (lend_send lends them; staged.c says why so many); device messages longer than a slot
- * travel as several slot-sized pieces (both ends cut them alike, so the inner connection sees the
- * same message lengths on both sides). *out is closed with (*out)->ops->close(*out, abortive). */
+ * max(2, cfg->slices_in_flight, or 4 where that is 0) for receiving, at least cfg->shm_slots as
+ * well for sending (lend_send lends them; staged.c says why so many); device messages longer
+ * than a slot travel as several slot-sized pieces (both ends cut them alike, so the inner
+ * connection sees the same message lengths on both sides). *out is closed with
+ * (*out)->ops->close(*out, abortive). */
 weft_result_t staged_wrap(conn_t *inner, struct dev_engine *dev, const weft_config_t *cfg,
                           conn_t **out);
 

@@ -14,9 +14,10 @@
 
 void sim_model_defaults(sim_model_t *m) {
   /* A loopback-like model (the library's defaults before its per-transport constants; the sim
-   * tests' bands and tolerances were measured on it) and config.c's WEFT_SLICE_BYTES and
-   * WEFT_SLICES_IN_FLIGHT. What the library's automatic choice assumes for a transport is
-   * --transport's (cli.c: collectives/cost_constants.c). */
+   * tests' bands and tolerances were measured on it), config.c's WEFT_SLICE_BYTES and the
+   * executor's default slices in flight (4: shm's; TCP keeps 16, transport_ops_t.depth). What
+   * the library's automatic choice assumes for a transport is --transport's (cli.c:
+   * collectives/cost_constants.c). */
   m->alpha = m->inter_alpha = 30e-6;
   m->beta = m->inter_beta = 1.0 / 1.5e9;
   m->gamma = 1.0 / 4e9;
