@@ -48,7 +48,8 @@ typedef struct {
   char why[ERR_MSG_MAX]; /* the first reason a peer was lost */
 } shrink_ctx_t;
 
-static unsigned char *view_of(const shrink_ctx_t *x, unsigned char *msg) {
+/* The membership view sits right after the head (the record follows it, record_of). */
+static unsigned char *view_of(unsigned char *msg) {
   return msg + sizeof(shrink_head_t);
 }
 
@@ -91,7 +92,7 @@ static weft_result_t exchange(shrink_ctx_t *x, uint32_t kind, const boot_record_
   shrink_head_t head = {kind, x->round++, c->nranks, failed};
   memset(x->mine, 0, x->bytes);
   memcpy(x->mine, &head, sizeof head);
-  memcpy(view_of(x, x->mine), x->view, (size_t)c->nranks);
+  memcpy(view_of(x->mine), x->view, (size_t)c->nranks);
   if (rec) memcpy(record_of(x, x->mine), rec, sizeof *rec);
   for (int p = 0; p < c->nranks; p++) x->talk[p] = p != c->rank && x->view[p] == MEMBER_ALIVE;
   memset(x->lost, 0, (size_t)c->nranks);
@@ -130,7 +131,7 @@ static weft_result_t agree(shrink_ctx_t *x) {
         continue;
       }
       WEFT_CHECK(check_head(x, p, MSG_AGREE));
-      const unsigned char *theirs = view_of(x, msg_from(x, p));
+      const unsigned char *theirs = view_of(msg_from(x, p));
       for (int r = 0; r < n; r++) {
         if (theirs[r] > MEMBER_FAILED)
           return WEFT_ERR(WEFT_ERR_REMOTE, "rank %d sent a view with state %d for rank %d", p,
@@ -178,7 +179,7 @@ static weft_result_t survivor_records(shrink_ctx_t *x, const boot_record_t *mine
                       p, x->why);
     WEFT_CHECK(check_head(x, p, MSG_RECORD));
     unsigned char *msg = msg_from(x, p);
-    if (memcmp(view_of(x, msg), x->view, (size_t)c->nranks) != 0)
+    if (memcmp(view_of(msg), x->view, (size_t)c->nranks) != 0)
       return WEFT_ERR(WEFT_ERR_MISMATCH,
                       "rank %d agreed on other survivors than this rank (a rank failed during the "
                       "agreement): call weft_comm_shrink again",

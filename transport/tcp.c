@@ -815,7 +815,7 @@ static weft_result_t tcp_connect_pending(transport_t *base, int peer, const void
     return err_context(res, "connect to rank %d", peer);
   }
   if (!done) return WEFT_SUCCESS;
-  tcp_conn_t *c;
+  tcp_conn_t *c = NULL;
   WEFT_CHECK(conn_alloc(t, peer, &c));
   dial_claim(t, peer, c);
   return conn_ready(t, c, out);
