@@ -253,11 +253,16 @@ static int reserve(void **mem, size_t *have, size_t need) {
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
 /* Slices a stream over transport `t` keeps posted ahead: WEFT_SLICES_IN_FLIGHT where set, else
- * what the transport asks for (transport_ops_t.depth), else DEFAULT_WINDOW. */
+ * the slices that make up the bytes the transport asks for (transport_ops_t.depth_bytes), at
+ * least DEFAULT_WINDOW. */
 static int stream_window(const run_t *r, const transport_ops_t *t) {
-  int w = r->ctx->config->slices_in_flight;
-  if (w <= 0) w = t->depth > 0 ? t->depth : DEFAULT_WINDOW;
-  return w < MAX_WINDOW ? w : MAX_WINDOW;
+  size_t w = (size_t)r->ctx->config->slices_in_flight;
+  if (w == 0) {
+    size_t slice = r->slice_elems * r->esize;
+    w = (t->depth_bytes + slice - 1) / slice;
+    if (w < DEFAULT_WINDOW) w = DEFAULT_WINDOW;
+  }
+  return w < MAX_WINDOW ? (int)w : MAX_WINDOW;
 }
 
 /* Groups the ops into streams, connects their peers, and lays out scratch memory. */
@@ -406,7 +411,8 @@ static void slice_range(const run_t *r, const sched_op_t *op, size_t j, size_t *
 
 /* One more message posted on the stream and not yet retired. */
 static void count_posted(run_t *r, stream_t *st) {
-  if (++st->count > r->ctx->stats.deepest) r->ctx->stats.deepest = (uint64_t)st->count;
+  uint64_t now = (uint64_t)++st->count;
+  if (now > r->ctx->stats.deepest) r->ctx->stats.deepest = now;
 }
 
 /* The stream's current slice has been posted: on to the next. */

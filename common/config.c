@@ -45,7 +45,7 @@ static const knob_t knobs[] = {
     {"WEFT_SLICES_IN_FLIGHT", "0", KNOB_INT, 0, WEFT_MAX_SLICES_IN_FLIGHT,
      KNOB_AT(slices_in_flight),
      "slices each step keeps posted ahead per peer (staging buffers); 0: each transport's own "
-     "(TCP 16, the others 4)"},
+     "(TCP 1 MiB's worth, at least 4; the others 4)"},
     {"WEFT_DEBUG", "0", KNOB_INT, 0, 2, KNOB_AT(debug), "0 quiet, 1 setup and failures, 2 every collective (stderr)"},
     {"WEFT_SOCKET_IFNAME", "", STRING_KNOB(socket_ifname),
      "interfaces to use: prefixes, ^ to exclude, = for exact names (e.g. eth0, ^lo)"},

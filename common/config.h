@@ -24,7 +24,7 @@ typedef struct {
   int sockbuf_bytes;      /* WEFT_SOCKET_BUFFER: SO_SNDBUF/SO_RCVBUF, 0 = kernel default */
   size_t slice_bytes;     /* WEFT_SLICE_BYTES: pipeline unit: each chunk moves in slices of this */
   int slices_in_flight;   /* WEFT_SLICES_IN_FLIGHT: slices posted ahead per step (staging depth);
-                           * 0: each transport's (transport_ops_t.depth) */
+                           * 0: each transport's (transport_ops_t.depth_bytes) */
   int debug;              /* WEFT_DEBUG: 0 quiet, 1 info, 2 trace */
   char socket_ifname[128]; /* WEFT_SOCKET_IFNAME: interfaces to advertise (NCCL syntax) */
   char trace[1024];        /* WEFT_TRACE: per-rank Chrome trace files start with this; "" = off */

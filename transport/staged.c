@@ -53,9 +53,10 @@
  * connections (which a finished copy does not wake). */
 #define FENCE_SPIN_NS 200000
 
-/* Receive slots, and the executor's slices in flight per stream over this transport, where
- * WEFT_SLICES_IN_FLIGHT leaves it to the transport: the device copy of slot i overlaps slot i+1
- * on the wire and a slot or two more in the inner connection. */
+/* Receive slots where WEFT_SLICES_IN_FLIGHT leaves it to the transport: the executor's own
+ * default of slices in flight (this transport asks for no more: transport_ops_t.depth_bytes 0),
+ * so that the device copy of slot i overlaps slot i+1 on the wire and a slot or two more in the
+ * inner connection. */
 #define STAGED_DEPTH 4
 
 enum {
@@ -550,5 +551,4 @@ const transport_ops_t staged_conn_ops = {
     .lend_send = staged_lend_send,
     .commit_send = staged_commit_send,
     .lend_in_place = 1,
-    .depth = STAGED_DEPTH,
 };

@@ -669,10 +669,11 @@ static void part_done(tcp_conn_t *c, xfer_part_t **head, xfer_part_t **tail) {
   }
 }
 
-/* Slices in flight per stream (transport_ops_t.depth): 16 of 64 KiB, 1 MiB the socket can hold
- * per direction, against 4 for a ring of shm slots. With tcp_iov.h's bytes per system call:
- * 2 ranks, 1-4 MiB, 5.6-6.1 GB/s against 4.3-4.7 with 4 slices (results/2026-11-28-tcp-depth). */
-#define TCP_DEPTH 16
+/* Bytes in flight per stream (transport_ops_t.depth_bytes): 1 MiB the socket holds per direction,
+ * 16 slices of the default 64 KiB against 4 for a ring of shm slots. With tcp_iov.h's bytes per
+ * system call: 2 ranks, 1-4 MiB, 5.6-6.1 GB/s against 4.3-4.7 with 4 slices
+ * (results/2026-11-28-tcp-depth). */
+#define TCP_DEPTH_BYTES ((size_t)1 << 20)
 
 /* Advances the queue by `n` bytes moved, completing the parts they finish. */
 static void consume(tcp_conn_t *c, xfer_part_t **head, xfer_part_t **tail, size_t n) {
@@ -851,5 +852,5 @@ const transport_ops_t tcp_transport_ops = {
     .commit_send = tcp_commit_send,
     .peek_recv = tcp_peek_recv,
     .connect_pending = tcp_connect_pending,
-    .depth = TCP_DEPTH,
+    .depth_bytes = TCP_DEPTH_BYTES,
 };

@@ -140,11 +140,13 @@ struct transport_ops {
    * place than a short message (only what is written moves), so the executor sends a call's
    * description as one such slot, with the stream's first message inside (executor.c). */
   int desc_slot;
-  /* Slices the executor keeps posted ahead on one stream over this transport when
-   * WEFT_SLICES_IN_FLIGHT is 0 (its default); 0: the executor's default (4). TCP asks for more
-   * than a ring of slots needs: the socket is the pipe, and what it holds decides how long a
-   * peer that is busy elsewhere leaves it idle (tcp.c, TCP_DEPTH). */
-  int depth;
+  /* Bytes the executor keeps posted ahead on one stream over this transport when
+   * WEFT_SLICES_IN_FLIGHT is 0 (its default): as many slices as that takes, at least the
+   * executor's default of 4 (which a transport leaving this 0 gets). TCP asks for more than a
+   * ring of slots needs: the socket is the pipe, and what it holds decides how long a peer that
+   * is busy elsewhere leaves it idle (tcp.c, TCP_DEPTH_BYTES). In bytes, not slices, so that
+   * larger slices do not multiply the staging a reducing stream keeps. */
+  size_t depth_bytes;
 };
 
 #define TRANSPORT_PEEK_CLOSED (-1)

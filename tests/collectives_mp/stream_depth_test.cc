@@ -1,8 +1,9 @@
 // stream_depth_test.cc -- how many slices the executor keeps posted ahead on one stream
-// (WEFT_SLICES_IN_FLIGHT; 0, its default, leaves it to the transport: transport_ops_t.depth):
-// TCP 16, shared memory 4, the knob where set, whatever the transport. Read from the executor's
-// own count (exec_stats_t.deepest) over a 2-rank ring all-reduce of 4 MiB, whose first step
-// posts a whole 2 MiB chunk as soon as it starts; the sums are checked too.
+// (WEFT_SLICES_IN_FLIGHT; 0, its default, leaves it to the transport: transport_ops_t.depth_bytes):
+// over TCP 1 MiB's worth (16 slices of 64 KiB, 64 of 16 KiB, but never fewer than 4), over shared
+// memory 4, and the knob where set, whatever the transport. Read from the executor's own count
+// (exec_stats_t.deepest) over a 2-rank ring all-reduce of 4 MiB, whose first step posts a whole
+// 2 MiB chunk as soon as it starts; the sums are checked too.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -18,13 +19,14 @@ extern "C" {
 
 namespace {
 
-const size_t kCount = (size_t)1 << 20;  // 4 MiB of float32: 32 slices of 64 KiB per ring chunk
+const size_t kCount = (size_t)1 << 20;  // 4 MiB of float32: a 2 MiB chunk per ring step
 
 // The deepest any stream of this rank went over a few all-reduces, or the error.
-std::string deepest(const char* transport, const char* window, int rank, int nranks, int port) {
+std::string deepest(const char* transport, const char* window, const char* slice, int rank,
+                    int nranks, int port) {
   setenv("WEFT_TRANSPORT", transport, 1);
   setenv("WEFT_ALGO", "ring", 1);
-  setenv("WEFT_SLICE_BYTES", "65536", 1);
+  setenv("WEFT_SLICE_BYTES", slice, 1);
   if (window)
     setenv("WEFT_SLICES_IN_FLIGHT", window, 1);
   else
@@ -46,24 +48,32 @@ std::string deepest(const char* transport, const char* window, int rank, int nra
   return err.empty() ? std::to_string(d) : err;
 }
 
-void expect_depth(const char* transport, const char* window, const std::string& want) {
+void expect_depth(const char* transport, const char* window, const char* slice,
+                  const std::string& want) {
   auto res = mp_run(
-      2, [&](int rank, int n, int port) { return deepest(transport, window, rank, n, port); },
+      2,
+      [&](int rank, int n, int port) { return deepest(transport, window, slice, rank, n, port); },
       60000);
   for (int r = 0; r < 2; r++)
-    EXPECT_EQ(res[r].message, want) << transport << ", WEFT_SLICES_IN_FLIGHT "
-                                    << (window ? window : "unset") << ", rank " << r;
+    EXPECT_EQ(res[r].message, want)
+        << transport << ", WEFT_SLICES_IN_FLIGHT " << (window ? window : "unset")
+        << ", WEFT_SLICE_BYTES " << slice << ", rank " << r;
 }
 
-TEST(StreamDepth, TcpKeepsSixteenSlicesInFlight) { expect_depth("tcp", nullptr, "16"); }
+TEST(StreamDepth, TcpKeepsAMebibyteInFlight) {
+  expect_depth("tcp", nullptr, "65536", "16");
+  expect_depth("tcp", nullptr, "16384", "64");
+}
 
-TEST(StreamDepth, SharedMemoryKeepsFour) { expect_depth("shm", nullptr, "4"); }
+TEST(StreamDepth, TcpKeepsAtLeastFourLargeSlices) { expect_depth("tcp", nullptr, "524288", "4"); }
 
-TEST(StreamDepth, ZeroLeavesItToTheTransport) { expect_depth("tcp", "0", "16"); }
+TEST(StreamDepth, SharedMemoryKeepsFour) { expect_depth("shm", nullptr, "65536", "4"); }
+
+TEST(StreamDepth, ZeroLeavesItToTheTransport) { expect_depth("tcp", "0", "65536", "16"); }
 
 TEST(StreamDepth, TheKnobWinsOverEveryTransport) {
-  expect_depth("tcp", "6", "6");
-  expect_depth("shm", "6", "6");
+  expect_depth("tcp", "6", "65536", "6");
+  expect_depth("shm", "6", "65536", "6");
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 void sim_model_defaults(sim_model_t *m) {
   /* A loopback-like model (the library's defaults before its per-transport constants; the sim
    * tests' bands and tolerances were measured on it), config.c's WEFT_SLICE_BYTES and the
-   * executor's default slices in flight (4: shm's; TCP keeps 16, transport_ops_t.depth). What
-   * the library's automatic choice assumes for a transport is --transport's (cli.c:
-   * collectives/cost_constants.c). */
+   * executor's default slices in flight (4, shm's; TCP keeps 1 MiB's worth, 16 such slices:
+   * transport_ops_t.depth_bytes). What the library's automatic choice assumes for a transport
+   * is --transport's (cli.c: collectives/cost_constants.c). */
   m->alpha = m->inter_alpha = 30e-6;
   m->beta = m->inter_beta = 1.0 / 1.5e9;
   m->gamma = 1.0 / 4e9;
