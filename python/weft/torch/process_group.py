@@ -554,7 +554,7 @@ class _Causes:
         found = {}
         deadline = time.monotonic() + self.wait_s
         store_gone = False
-        while not store_gone:
+        while True:
             try:
                 for r, key in others.items():
                     if r not in found and self._has(key, deadline):
@@ -563,10 +563,9 @@ class _Causes:
             except Exception:  # noqa: BLE001 -- gone with rank 0, which serves it
                 store_gone = True
             left = deadline - time.monotonic()
-            if len(found) == len(others) or left <= 0:
+            if store_gone or len(found) == len(others) or left <= 0:
                 break
-            if not store_gone:
-                time.sleep(min(self.POLL_S, left))
+            time.sleep(min(self.POLL_S, left))
         notes = []
         silent = sorted(set(others) - set(found))
         if silent and not found and store_gone:
