@@ -107,7 +107,26 @@ typedef struct {
   int nconns;
   unsigned char *hdr_out, *hdr_in, *token;
   unsigned char *agree; /* AGREE_BYTES per op, for tokens that carry values (schedule.h) */
+  exec_plan_t *plan;    /* where this run's layout is kept for the next call, or NULL */
 } run_t;
+
+/* What setup laid out for a kept schedule, valid for its next call with the same element size
+ * (slices per op, staging) while ctx->scratch stays where it was (the header and staging
+ * pointers) and every stream's connection is the same. */
+struct exec_plan {
+  int valid;
+  size_t esize, slice_elems;
+  void *scratch;    /* ctx->scratch the layout points into */
+  size_t need;      /* of it */
+  void *mem, *fifo; /* op states, streams, connections, copies, op lists; FIFO entries */
+  size_t mem_bytes, fifo_bytes;
+  op_state_t *states;
+  stream_t *streams;
+  conn_t **conns;
+  int *copies;
+  int nstreams, nconns, ncopies;
+  int agree; /* the schedule has tokens that carry values: r->agree per call */
+};
 
 /* Slices of `op` (of nslices) whose dependencies have been met: the fewest any one allows. */
 static size_t dep_ready(const run_t *r, const sched_op_t *op, size_t nslices) {
@@ -265,7 +284,18 @@ static int stream_window(const run_t *r, const transport_ops_t *t) {
   return w < MAX_WINDOW ? (int)w : MAX_WINDOW;
 }
 
-/* Groups the ops into streams, connects their peers, and lays out scratch memory. */
+/* The call description out and in, the token and the schedule's scratch buffer, at the start of
+ * ctx->scratch (each stream's staging slots follow, set by setup). */
+static void place_scratch(run_t *r) {
+  unsigned char *p = r->ctx->scratch;
+  r->hdr_out = p;
+  r->hdr_in = p + HDR_BYTES;
+  r->token = p + 2 * HDR_BYTES;
+  r->bufs[SCHED_SCRATCH] = (char *)p + 2 * HDR_BYTES + 64;
+}
+
+/* Groups the ops into streams, connects their peers, and lays out scratch memory (in r->plan's
+ * memory, kept for the next call, where it has one). */
 static weft_result_t setup(run_t *r) {
   exec_ctx_t *ctx = r->ctx;
   const schedule_t *s = r->s;
@@ -277,8 +307,13 @@ static weft_result_t setup(run_t *r) {
   size_t b_conns = ALIGN8((nops + 2) * sizeof *r->conns);
   size_t b_copies = ALIGN8((nops + 1) * sizeof *r->copies);
   size_t zeroed = b_states + b_streams + b_conns + b_copies;
-  if (!reserve(&ctx->run_mem, &ctx->run_mem_bytes, zeroed + (nops + 1) * sizeof(int))) goto oom;
-  char *m = ctx->run_mem;
+  exec_plan_t *plan = r->plan;
+  void **mem = plan ? &plan->mem : &ctx->run_mem, **fifo_mem = plan ? &plan->fifo : &ctx->fifo_mem;
+  size_t *mem_bytes = plan ? &plan->mem_bytes : &ctx->run_mem_bytes;
+  size_t *fifo_bytes = plan ? &plan->fifo_bytes : &ctx->fifo_mem_bytes;
+  if (plan) plan->valid = 0;
+  if (!reserve(mem, mem_bytes, zeroed + (nops + 1) * sizeof(int))) goto oom;
+  char *m = *mem;
   memset(m, 0, zeroed);
   r->states = (op_state_t *)m;
   r->streams = (stream_t *)(m + b_states);
@@ -339,8 +374,8 @@ static weft_result_t setup(run_t *r) {
     st->cap = msgs < (size_t)window ? (int)(msgs ? msgs : 1) : window;
     fifo_entries += (size_t)st->cap;
   }
-  if (!reserve(&ctx->fifo_mem, &ctx->fifo_mem_bytes, fifo_entries * sizeof(flight_t))) goto oom;
-  flight_t *fifo = ctx->fifo_mem;
+  if (!reserve(fifo_mem, fifo_bytes, fifo_entries * sizeof(flight_t))) goto oom;
+  flight_t *fifo = *fifo_mem;
   for (int i = 0; i < r->nstreams; i++) {
     r->streams[i].fifo = fifo;
     fifo += r->streams[i].cap;
@@ -364,11 +399,7 @@ static weft_result_t setup(run_t *r) {
     ctx->scratch_bytes = ctx->scratch ? need : 0;
     if (!ctx->scratch) goto oom;
   }
-  unsigned char *p = ctx->scratch;
-  r->hdr_out = p;
-  r->hdr_in = p + HDR_BYTES;
-  r->token = p + 2 * HDR_BYTES;
-  r->bufs[SCHED_SCRATCH] = (char *)p + 2 * HDR_BYTES + 64;
+  place_scratch(r);
   if (r->device && scratch_bytes > 0) {
     /* Partial results of device calls live on the device too. */
     if (ctx->dev_scratch_bytes < scratch_bytes) {
@@ -392,9 +423,72 @@ static weft_result_t setup(run_t *r) {
       }
   }
   call_desc_encode(r->hdr_out, r->desc);
+  if (plan) {
+    plan->esize = r->esize;
+    plan->slice_elems = r->slice_elems;
+    plan->scratch = ctx->scratch;
+    plan->need = need;
+    plan->states = r->states;
+    plan->streams = r->streams;
+    plan->conns = r->conns;
+    plan->copies = r->copies;
+    plan->nstreams = r->nstreams;
+    plan->nconns = r->nconns;
+    plan->ncopies = r->ncopies;
+    plan->agree = r->agree != NULL;
+    plan->valid = 1;
+  }
   return WEFT_SUCCESS;
 oom:
   return WEFT_ERR(WEFT_ERR_NO_MEMORY, "out of memory setting up the collective");
+}
+
+/* The run's layout is its kept plan's, with every counter back at the start, when that plan was
+ * laid out for this element size, in this scratch memory, over the connections the streams would
+ * get now: 1. Else 0, and setup lays it out again (a connection that was replaced, a call that
+ * grew the scratch memory since). */
+static int reuse(run_t *r) {
+  exec_ctx_t *ctx = r->ctx;
+  const schedule_t *s = r->s;
+  exec_plan_t *p = r->plan;
+  if (!p || !p->valid || p->esize != r->esize || p->slice_elems != r->slice_elems ||
+      p->scratch != ctx->scratch || ctx->scratch_bytes < p->need)
+    return 0;
+  for (int i = 0; i < p->nstreams; i++) {
+    conn_t *now = NULL;
+    if (ctx->get_conn(ctx->owner, p->streams[i].peer, 0, &now) != WEFT_SUCCESS ||
+        now != p->streams[i].conn)
+      return 0;
+  }
+  if (p->agree) {
+    r->agree = calloc((size_t)s->nops, AGREE_BYTES);
+    if (!r->agree) return 0;
+  }
+  r->states = p->states;
+  r->streams = p->streams;
+  r->conns = p->conns;
+  r->copies = p->copies;
+  r->nstreams = p->nstreams;
+  r->nconns = p->nconns;
+  r->ncopies = p->ncopies;
+  for (int i = 0; i < s->nops; i++) {
+    r->states[i].done = 0;
+    r->states[i].issued = 0;
+    r->states[i].ticket = 0;
+  }
+  for (int i = 0; i < r->nstreams; i++) {
+    stream_t *st = &r->streams[i];
+    st->cur = 0;
+    st->next_slice = 0;
+    st->hdr_pending = st->peer == (st->is_send ? s->hdr_to : s->hdr_from);
+    st->desc_wait = 0;
+    st->head = 0;
+    st->count = 0;
+    st->lent = 0;
+  }
+  place_scratch(r);
+  call_desc_encode(r->hdr_out, r->desc);
+  return 1;
 }
 
 /* The run's bookkeeping stays in ctx for the next call. */
@@ -1166,7 +1260,15 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   r.reduce = kern_reduce_lookup(desc->dtype, desc->op);
   r.reduce_copy = kern_reduce_copy_lookup(desc->dtype, desc->op);
   weft_result_t res = s == ctx->validated ? WEFT_SUCCESS : sched_validate(s, ctx->nranks);
-  if (res == WEFT_SUCCESS) res = setup(&r);
+  /* A kept schedule keeps its layout (host buffers only: device runs lay out device scratch). */
+  if (res == WEFT_SUCCESS && !device && s == ctx->validated && ctx->plan) {
+    if (!*ctx->plan) *ctx->plan = calloc(1, sizeof **ctx->plan);
+    r.plan = *ctx->plan; /* NULL when out of memory: laid out in ctx's memory as before */
+  }
+  if (res == WEFT_SUCCESS && reuse(&r))
+    ctx->stats.plans_reused++;
+  else if (res == WEFT_SUCCESS)
+    res = setup(&r);
   if (res == WEFT_SUCCESS && (r.nstreams > 0 || r.ncopies > 0)) res = run_loop(&r);
   /* A failed device call may leave reductions and copies queued that still read the buffers and
    * the peers' slots: let them finish (bounded) before those go away. */
@@ -1178,6 +1280,14 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
   }
   run_free(&r);
   return res;
+}
+
+void exec_plan_free(exec_plan_t **plan) {
+  if (!plan || !*plan) return;
+  free((*plan)->mem);
+  free((*plan)->fifo);
+  free(*plan);
+  *plan = NULL;
 }
 
 void exec_ctx_release(exec_ctx_t *ctx) {

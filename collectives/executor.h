@@ -47,7 +47,12 @@ typedef struct {
   uint64_t fused_slices;  /* slices that went through a fused step */
   uint64_t messages;      /* messages sent, call descriptions included */
   uint64_t deepest;       /* the most messages one stream had posted and not retired at once */
+  uint64_t plans_reused;  /* calls that ran on their kept schedule's layout (exec_ctx_t.plan) */
 } exec_stats_t;
+
+/* A kept schedule's layout: its op states, streams, connections and FIFOs as the executor laid
+ * them out for its last call. Opaque; the owner frees it with exec_plan_free. */
+typedef struct exec_plan exec_plan_t;
 
 /* The communicator side the executor needs: who we are, connections on demand, and scratch memory
  * that lives as long as the communicator (so small calls allocate nothing). */
@@ -71,6 +76,11 @@ typedef struct {
   /* A schedule the owner validated (sched_validate) when it built it and keeps unchanged while
    * this points to it: exec_run does not validate it again on every call. NULL: none. */
   const schedule_t *validated;
+  /* Where the layout of `validated` is kept between its calls (host buffers only): the next call
+   * of it with the same element size and connections sets the layout's counters back to the
+   * start instead of laying it out again, which was a fifth of a small call's instructions. The
+   * owner frees it (exec_plan_free) when it frees or changes the schedule. NULL: nowhere. */
+  exec_plan_t **plan;
   trace_t *trace; /* WEFT_TRACE: every step is recorded here; NULL (and free) when off */
   /* Device mode: the engine, the queue the executor's reductions and copies run on (created on
    * first use), and device scratch memory kept like `scratch`. NULL without an engine. */
@@ -97,6 +107,9 @@ weft_result_t exec_run(exec_ctx_t *ctx, const schedule_t *s, const coll_desc_t *
 weft_result_t exec_device_queue(exec_ctx_t *ctx, dev_queue_t **out);
 
 void exec_ctx_release(exec_ctx_t *ctx);
+
+/* Frees a kept layout (exec_ctx_t.plan) and sets *plan to NULL; NULL or *plan NULL: nothing. */
+void exec_plan_free(exec_plan_t **plan);
 
 /* The next message waiting on `conn`, looked at without taking it, when it is the token a p2p
  * group sends ahead of each message (p2p.c): *state TRANSPORT_PEEK_READY and its tag, dtype and

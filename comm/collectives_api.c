@@ -334,6 +334,7 @@ static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, cons
     return WEFT_SUCCESS;
   }
   if (last->valid) sched_free(&last->s);
+  exec_plan_free(&last->plan);
   last->valid = 0;
   weft_result_t res = algo->build(&last->s, a);
   if (res == WEFT_SUCCESS) res = sched_validate(&last->s, c->nranks);
@@ -349,8 +350,10 @@ static weft_result_t schedule_for(weft_comm_t *c, const algo_entry_t *algo, cons
 }
 
 void comm_sched_cache_release(weft_comm_t *c) {
-  for (int i = 0; i < WEFT_NUM_COLLS; i++)
+  for (int i = 0; i < WEFT_NUM_COLLS; i++) {
     if (c->last_sched[i].valid) sched_free(&c->last_sched[i].s);
+    exec_plan_free(&c->last_sched[i].plan);
+  }
   memset(c->last_sched, 0, sizeof c->last_sched);
 }
 
@@ -425,8 +428,10 @@ weft_result_t comm_call(weft_comm_t *c, const weft_call_t *k) {
   else if (res == WEFT_SUCCESS) {
     /* A kept schedule was validated once, when schedule_for built it. */
     c->exec.validated = s != &own ? s : NULL;
+    c->exec.plan = s != &own ? &c->last_sched[k->coll].plan : NULL;
     res = exec_run(&c->exec, s, &d, k->sendbuf, k->recvbuf, device);
     c->exec.validated = NULL;
+    c->exec.plan = NULL;
   }
   (*seq)++;
   if (c->config.debug >= 2)

@@ -84,6 +84,7 @@ struct weft_comm {
     const algo_entry_t *algo;
     sched_args_t args;
     schedule_t s;
+    exec_plan_t *plan; /* the executor's layout of s, kept between calls (executor.h) */
   } last_sched[WEFT_NUM_COLLS];
   weft_result_t failed;      /* WEFT_SUCCESS while healthy */
   char failed_msg[ERR_MSG_MAX];
