@@ -121,34 +121,47 @@ echo "weft_binding a core per rank where ranks <= $(nproc) cores (weft-run --bin
 # --- runs: one log per library/variant/rank count; a failed run is kept and becomes n/a ----------
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+# One run of one series at n ranks into its log.
+run_series() { # series n log
+  local s=$1 n=$2 log=$3
+  case $s in
+    weft-auto) PEER_VARIANT=auto run_weft "$n" "${sweep[@]}" ;;
+    weft-tcp | weft-shm)
+      if [ $knob = no ]; then
+        echo "# n/a: this weft ignores WEFT_TRANSPORT"
+        return
+      fi
+      PEER_VARIANT=${s#weft-} WEFT_TRANSPORT=${s#weft-} run_weft "$n" "${sweep[@]}" ;;
+    gloo) # fresh FileStore per run, ranks started here (RANK/WORLD_SIZE), all three algorithms
+      local store pids=() r ok=1
+      store=$(mktemp -d "$bin/store.XXXXXX")
+      for ((r = 0; r < n; r++)); do
+        RANK=$r WORLD_SIZE=$n GLOO_STORE_DIR=$store timeout 300 "$bin/gloo_bench" "${sweep[@]}" \
+          >"$bin/gloo_$r.log" 2>&1 & pids+=($!)
+      done
+      for r in "${pids[@]}"; do wait "$r" || ok=0; done
+      cat "$bin"/gloo_*.log
+      rm -f "$bin"/gloo_*.log
+      [ $ok = 1 ] ;;
+    # Open MPI: its defaults (shared memory between local ranks), and TCP only over loopback.
+    mpi-default) PEER_VARIANT=default timeout 300 "${mpi[@]}" -np "$n" "$bin/mpi_bench" "${sweep[@]}" ;;
+    mpi-tcp)
+      PEER_VARIANT=tcp timeout 300 "${mpi[@]}" --mca pml ob1 --mca btl tcp,self \
+        --mca btl_tcp_if_include lo -np "$n" "$bin/mpi_bench" "${sweep[@]}" ;;
+  esac >"$log" 2>&1 || echo "# FAILED" >>"$log"
+}
+# Each repeat runs every series once per rank count, starting one series further along each time,
+# so that a slow phase of the host (minutes long on a shared VM) falls on different series in
+# different repeats instead of on the same one every time.
+series=(weft-auto weft-tcp weft-shm gloo mpi-default mpi-tcp)
 for ((rep = 1; rep <= repeat; rep++)); do
-for n in ${ranks//,/ }; do
-  log() { echo "$out/raw/$1_${n}ranks.r${rep}.log"; }
-  echo "compare: $n ranks, run $rep of $repeat" >&2
-  PEER_VARIANT=auto run_weft "$n" "${sweep[@]}" >"$(log weft-auto)" 2>&1 || echo "# FAILED" >>"$(log weft-auto)"
-  for t in tcp shm; do
-    if [ $knob = yes ]; then
-      PEER_VARIANT=$t WEFT_TRANSPORT=$t run_weft "$n" "${sweep[@]}" >"$(log weft-$t)" 2>&1 || echo "# FAILED" >>"$(log weft-$t)"
-    else
-      echo "# n/a: this weft ignores WEFT_TRANSPORT" >"$(log weft-$t)"
-    fi
+  for n in ${ranks//,/ }; do
+    echo "compare: $n ranks, run $rep of $repeat" >&2
+    for ((k = 0; k < ${#series[@]}; k++)); do
+      s=${series[$(((k + rep - 1) % ${#series[@]}))]}
+      run_series "$s" "$n" "$out/raw/${s}_${n}ranks.r${rep}.log"
+    done
   done
-  # Gloo: fresh FileStore per run, ranks started here (RANK/WORLD_SIZE), all three algorithms.
-  store=$(mktemp -d "$bin/store.XXXXXX")
-  pids=()
-  for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n GLOO_STORE_DIR=$store timeout 300 "$bin/gloo_bench" "${sweep[@]}" \
-      >"$bin/gloo_$r.log" 2>&1 & pids+=($!)
-  done
-  ok=1; for pid in "${pids[@]}"; do wait "$pid" || ok=0; done
-  cat "$bin"/gloo_*.log >"$(log gloo)"; rm -f "$bin"/gloo_*.log
-  [ $ok = 1 ] || echo "# FAILED" >>"$(log gloo)"
-  # Open MPI: its defaults (shared memory between local ranks), and TCP only over loopback.
-  PEER_VARIANT=default timeout 300 "${mpi[@]}" -np "$n" "$bin/mpi_bench" "${sweep[@]}" \
-    >"$(log mpi-default)" 2>&1 || echo "# FAILED" >>"$(log mpi-default)"
-  PEER_VARIANT=tcp timeout 300 "${mpi[@]}" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
-    -np "$n" "$bin/mpi_bench" "${sweep[@]}" >"$(log mpi-tcp)" 2>&1 || echo "# FAILED" >>"$(log mpi-tcp)"
-done
 done
 
 # --- table, limits formula and plot ---------------------------------------------------------------
