@@ -75,6 +75,8 @@ typedef struct shm_transport {
   shm_bells_t bells; /* ours, which peers ring, and theirs, mapped by attach_peers */
   uint64_t probe;    /* probe_word(): what a peer's probe read must find here */
   int fit;           /* the local ranks are no more than our cores: waits may busy-poll */
+  int *local;        /* the local peers' ranks (where_peers_are looks at all of them) */
+  int nlocal;
 } shm_transport_t;
 
 /* A sent message whose described slots the peer may still read: it completes once `end` (the
@@ -164,15 +166,21 @@ static weft_result_t shm_attach_peers(transport_t *base, const int *peers, const
   }
   weft_result_t res = shm_bells_attach(&t->bells, peers, pids, n);
   free(pids);
-  /* A rank bound to one core (spin_bound_to_one_cpu) sees only that core, yet its peers run on
-   * cores of their own: whether they do is what where_peers_are checks at every wait, so a single
-   * core counts as fitting too. (Ranks bound two to a core by hand, more ranks than cores, may
-   * then poll up to SPIN_BUSY_US while the rank beside them, which they do not wait for, waits
-   * for the core; weft-run --bind core refuses that placement.) */
+  if (res != WEFT_SUCCESS) return err_context(res, "rank %d: shm", t->rank);
+  free(t->local);
+  t->nlocal = 0;
+  t->local = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (!t->local) return WEFT_ERR(WEFT_ERR_NO_MEMORY, "rank %d: shm: out of memory", t->rank);
+  memcpy(t->local, peers, sizeof(int) * (size_t)n);
+  t->nlocal = n;
+  /* A rank bound to one core (spin_bound_to_one_cpu) sees only that core, yet its peers may run
+   * on cores of their own: whether they do, and whether any local rank shares ours (ranks bound
+   * two to a core by hand), is what where_peers_are checks at every wait, so a single core counts
+   * as fitting too. */
   cpu_set_t cpus;
   t->fit =
       sched_getaffinity(0, sizeof cpus, &cpus) == 0 && spin_cores_enough(n + 1, CPU_COUNT(&cpus));
-  return res == WEFT_SUCCESS ? res : err_context(res, "rank %d: shm", t->rank);
+  return WEFT_SUCCESS;
 }
 
 /* An orderly teardown first lets every local peer attach to our doorbell (one may still be in
@@ -181,6 +189,7 @@ static void shm_destroy(transport_t *base) {
   shm_transport_t *t = (shm_transport_t *)base;
   if (!t) return;
   shm_bells_close(&t->bells, !t->base.aborting, peer_wait_ms(t), pid_alive);
+  free(t->local);
   free(t);
 }
 
@@ -658,20 +667,25 @@ static int set_ready(void *arg) {
   return any_ready(w->conns, w->n);
 }
 
-/* Publishes the core this rank waits on, and says where the peers it waits for last waited. */
+/* Publishes the core this rank waits on, and says where the peers it waits for, and the other
+ * local ranks, last waited (spin_peers_note). */
 static spin_peers_t where_peers_are(shm_transport_t *t, conn_t *const *conns, int n) {
   int cpu = sched_getcpu();
   if (cpu < 0) return SPIN_PEERS_UNKNOWN;
+  int32_t mine = cpu + 1;
   /* Relaxed: a hint for the peers' next choice, read racily on purpose. */
-  if (atomic_load_explicit(&t->bells.mine->cpu, memory_order_relaxed) != cpu + 1)
-    atomic_store_explicit(&t->bells.mine->cpu, cpu + 1, memory_order_relaxed);
+  if (atomic_load_explicit(&t->bells.mine->cpu, memory_order_relaxed) != mine)
+    atomic_store_explicit(&t->bells.mine->cpu, mine, memory_order_relaxed);
   spin_peers_t where = SPIN_PEERS_APART;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && where == SPIN_PEERS_APART; i++) {
     const shm_conn_t *c = (const shm_conn_t *)conns[i];
     if (!waiting(c)) continue;
-    int32_t theirs = atomic_load_explicit(&c->peer_bell->cpu, memory_order_relaxed);
-    if (theirs == 0) return SPIN_PEERS_UNKNOWN;
-    if (theirs == cpu + 1) where = SPIN_PEERS_HERE;
+    where = spin_peers_note(where, atomic_load_explicit(&c->peer_bell->cpu, memory_order_relaxed),
+                            mine, 1);
+  }
+  for (int i = 0; i < t->nlocal && where == SPIN_PEERS_APART; i++) {
+    const shm_bell_t *b = t->bells.peers[t->local[i]];
+    where = spin_peers_note(where, atomic_load_explicit(&b->cpu, memory_order_relaxed), mine, 0);
   }
   return where;
 }

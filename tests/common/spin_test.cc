@@ -72,4 +72,22 @@ TEST(SpinChoose, BusyPollsOnlyWithACorePerRankAndThePeersOnOtherCores) {
   EXPECT_EQ(spin_choose(0, SPIN_PEERS_HERE), SPIN_YIELD);
 }
 
+// A rank on this core counts whether the wait waits for it or not (ranks bound two to a core);
+// only a peer waited on whose core is unknown makes the answer unknown.
+TEST(SpinPeersNote, ARankOnThisCoreCountsWaitedOnOrNot) {
+  const int32_t mine = 2;  // core 1
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_APART, 3, mine, 1), SPIN_PEERS_APART);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_APART, 2, mine, 1), SPIN_PEERS_HERE);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_APART, 2, mine, 0), SPIN_PEERS_HERE);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_APART, 0, mine, 1), SPIN_PEERS_UNKNOWN);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_APART, 0, mine, 0), SPIN_PEERS_APART);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_HERE, 3, mine, 1), SPIN_PEERS_HERE);
+  EXPECT_EQ(spin_peers_note(SPIN_PEERS_UNKNOWN, 2, mine, 0), SPIN_PEERS_UNKNOWN);
+  // Folded over a wait: peer 1 (waited on) elsewhere, rank 3 (not waited on) here.
+  spin_peers_t where = SPIN_PEERS_APART;
+  where = spin_peers_note(where, 1, mine, 1);
+  where = spin_peers_note(where, 2, mine, 0);
+  EXPECT_EQ(spin_choose(1, where), SPIN_YIELD);
+}
+
 }  // namespace
