@@ -361,6 +361,10 @@ static weft_result_t choose_transports(weft_comm_t *c, const boot_record_t *all)
       ipc_peers[nipc++] = r;
     }
   }
+  int local = 1;
+  for (int r = 0; r < c->nranks; r++) local += r != c->rank && c->node_of[r] == c->node_of[c->rank];
+  for (int k = 0; k < BOOT_NTRANSPORTS; k++)
+    if (c->transports[k]) c->transports[k]->local_ranks = local;
   if (c->transports[COMM_SHM])
     res = c->transports[COMM_SHM]->ops->attach_peers(c->transports[COMM_SHM], peers, blobs, n);
   transport_t *ipc = c->transports[COMM_CUDA_IPC];

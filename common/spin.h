@@ -21,6 +21,7 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 
@@ -77,6 +78,19 @@ static inline int spin_bound_to_one_cpu(void) {
  * alone counts as enough: a rank bound to a core of its own (its peers have theirs). */
 static inline int spin_cores_enough(int local_ranks, int ncpus) {
   return local_ranks <= ncpus || ncpus == 1;
+}
+
+/* The CPUs the host has online (not only those this process may use); 0 if unknown. */
+static inline int spin_host_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 && n < 1 << 20 ? (int)n : 0;
+}
+
+/* Whether the host has a CPU for each of its `local_ranks` ranks of the job (0: not known yet,
+ * and neither is `host_cpus`, then taken as fitting): a rank bound to one CPU cannot see the
+ * others' CPUs, but with more ranks than the host has, some of them share one. */
+static inline int spin_host_fits(int local_ranks, int host_cpus) {
+  return local_ranks == 0 || host_cpus == 0 || local_ranks <= host_cpus;
 }
 
 /* How long a wait that may block at most timeout_ms polls before it sleeps: WEFT_SPIN_US, capped. */

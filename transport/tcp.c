@@ -102,7 +102,8 @@ typedef struct tcp_transport {
   const weft_config_t *cfg;
   tcp_acceptor_t *acc; /* the listening socket and the peers' checked sockets not yet claimed */
   dial_t **dials;      /* per peer: a dial in progress, or NULL */
-  int bound;           /* spin_bound_to_one_cpu() at creation: waits poll busily first */
+  int bound;           /* spin_bound_to_one_cpu() at creation: waits may poll busily first */
+  int host_cpus;       /* the host's online CPUs, at creation */
 } tcp_transport_t;
 
 static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) {
@@ -115,6 +116,7 @@ static weft_result_t tcp_create(const transport_params_t *p, transport_t **out) 
   t->comm_id = p->comm_id;
   t->cfg = p->config;
   t->bound = spin_bound_to_one_cpu();
+  t->host_cpus = spin_host_cpus();
   /* Listen on the address the bootstrap advertises, on a port the kernel picks. */
   net_addr_t addr = *(const net_addr_t *)p->bootstrap_addr;
   net_addr_set_port(&addr, 0);
@@ -755,9 +757,14 @@ static weft_result_t tcp_wait(conn_t *const *conns, int n, int timeout_ms, int s
   int64_t budget_us = spin_budget_us(spin_us, timeout_ms);
   pfd_set_t set = {pfds, (nfds_t)np};
   /* A rank bound to a core of its own polls without yielding first (spin.h says why). Unlike shm,
-   * TCP cannot tell where its peers run: ranks bound to one shared core (taskset around the
-   * whole job) spend up to SPIN_BUSY_US per wait here before the yields let the peer in. */
-  if (t->bound && spin_busy_phase(pfds_ready, &set, &budget_us)) return WEFT_SUCCESS;
+   * TCP cannot tell where its peers run; it can tell that some share a core when the host's
+   * ranks outnumber its CPUs (bound two to a core: 160 us per 8-byte all-reduce instead of 56,
+   * results/2026-11-29-bound-placements). Ranks bound to one shared core while the host has
+   * cores to spare (taskset around the whole job) still spend up to SPIN_BUSY_US per wait here
+   * before the yields let the peer in. */
+  if (t->bound && spin_host_fits(t->base.local_ranks, t->host_cpus) &&
+      spin_busy_phase(pfds_ready, &set, &budget_us))
+    return WEFT_SUCCESS;
   if (spin_yield_until(pfds_ready, &set, budget_us)) return WEFT_SUCCESS;
   if (poll(pfds, (nfds_t)np, timeout_ms) < 0 && errno != EINTR)
     return WEFT_ERR(WEFT_ERR_SYSTEM, "poll: %s", strerror(errno));

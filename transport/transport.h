@@ -165,6 +165,10 @@ struct transport {
    * listening. From then on a refused connection means the peer is gone, so connect() gives up at
    * once instead of retrying for the whole connect timeout. */
   int peers_listening;
+  /* Set by the communicator once it knows which ranks share this host: how many do, this one
+   * included; 0 until then. A wait may poll without yielding only with a core for each of them
+   * (common/spin.h): with more, a rank beside it needs the core it would hold. */
+  int local_ranks;
   /* Set by the communicator before destroy() in an abortive teardown: do not wait for peers. */
   int aborting;
   /* The communicator's abort flag (comm.h), set by weft_comm_abort on another thread: a connect

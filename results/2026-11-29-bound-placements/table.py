@@ -13,8 +13,9 @@ for path in glob.glob(os.path.join(raw, "*.log")):
 sizes = sorted({k[2] for k in times})
 print("| series | placement (core of rank 0..3) | " + " | ".join(f"{s} B" for s in sizes) + " |")
 print("|---|---|" + "---|" * len(sizes))
-for series in ("plan", "bound", "mpi"):
-    for pl in ("0011", "0101", "0110", "none"):
+order = ["plan", "bound", "bound2", "mpi"]
+for series in sorted({k[0] for k in times}, key=order.index):
+    for pl in sorted({k[1] for k in times if k[0] == series}, key=lambda p: (p == "none", p)):
         cells = []
         for s in sizes:
             v = times.get((series, pl, s))

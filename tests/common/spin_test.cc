@@ -72,6 +72,16 @@ TEST(SpinChoose, BusyPollsOnlyWithACorePerRankAndThePeersOnOtherCores) {
   EXPECT_EQ(spin_choose(0, SPIN_PEERS_HERE), SPIN_YIELD);
 }
 
+// A bound rank busy-polls only where the host has a CPU for each of its ranks, or where either
+// count is not known.
+TEST(SpinHostFits, MoreRanksThanTheHostsCpusShareACore) {
+  EXPECT_TRUE(spin_host_fits(2, 2));
+  EXPECT_FALSE(spin_host_fits(4, 2));
+  EXPECT_TRUE(spin_host_fits(0, 2));
+  EXPECT_TRUE(spin_host_fits(4, 0));
+  EXPECT_GE(spin_host_cpus(), 1);
+}
+
 // A rank on this core counts whether the wait waits for it or not (ranks bound two to a core);
 // only a peer waited on whose core is unknown makes the answer unknown.
 TEST(SpinPeersNote, ARankOnThisCoreCountsWaitedOnOrNot) {
