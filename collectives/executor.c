@@ -1195,7 +1195,9 @@ static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
 
 static weft_result_t run_loop(run_t *r) {
   int timeout = r->ctx->config->timeout_ms;
-  int64_t last = clock_now_ms();
+  /* When the run last progressed, read only once it stops: a turn that progresses reads no clock
+   * (-1: progress since the last read; the timeout counts from the first idle turn after it). */
+  int64_t last = -1;
   /* Copies that wait on nothing (an in-place call's input set aside) run before the first post,
    * so that the sends they feed leave with the call description, in one message and one wake-up
    * of the peer, instead of one loop turn after it. */
@@ -1216,11 +1218,12 @@ static weft_result_t run_loop(run_t *r) {
       WEFT_CHECK(run_copies_device(r, &progressed));
     else
       run_copies(r, &progressed);
-    int64_t now = clock_now_ms();
     if (progressed) {
-      last = now;
+      last = -1;
       continue;
     }
+    int64_t now = clock_now_ms();
+    if (last < 0) last = now;
     if (now - last >= timeout) return stall_error(r, (int)(now - last));
     int left = (int)(timeout - (now - last));
     /* Fences wake nobody: with device work pending, look again soon. */
