@@ -783,8 +783,7 @@ static weft_result_t ipc_wait(conn_t *const *conns, int n, int timeout_ms, int s
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
   int slice = fences && timeout_ms > 1 ? 1 : timeout_ms;
-  atomic_store(&bell->sleeping, 1);
-  uint32_t seen = atomic_load(&bell->bell);
+  uint32_t seen = shm_bell_announce_sleep(bell);
   int timed_out = any_ready(conns, n) ? 0 : shm_bell_sleep(bell, seen, slice);
   atomic_store(&bell->sleeping, 0);
   if (!timed_out) return WEFT_SUCCESS;

@@ -32,8 +32,8 @@
  *
  * Waiting: polls that yield the core between them for up to WEFT_SPIN_US (common/spin.h; without
  * the yields at first where the peers run on other cores, never where ranks outnumber cores), then
- * a futex sleep on this rank's doorbell, which every peer bumps after filling our incoming ring or
- * freeing space in our outgoing one. Spinning alone would let
+ * a futex sleep on this rank's doorbell, which a peer bumps, if we announced the sleep, after
+ * filling our incoming ring or freeing space in our outgoing one. Spinning alone would let
  * oversubscribed ranks (more ranks than cores) burn the time slices their peers need. A sleep that
  * times out checks that the peers it waits for are alive (kill(pid, 0)): a killed peer fails the
  * wait within one executor wait slice (200 ms), never a hang. */
@@ -723,8 +723,7 @@ static weft_result_t shm_wait(conn_t *const *conns, int n, int timeout_ms, int s
   if (shm_spin_until_ready(conns, n, any_ready, budget_us - grace_us)) return WEFT_SUCCESS;
   /* Announce the sleep, then read the bell, then look once more (shm_bell_ring says why). */
   shm_bell_t *bell = t->bells.mine;
-  atomic_store(&bell->sleeping, 1);
-  uint32_t seen = atomic_load(&bell->bell);
+  uint32_t seen = shm_bell_announce_sleep(bell);
   int timed_out = any_ready(conns, n) ? 0 : shm_bell_sleep(bell, seen, timeout_ms);
   atomic_store(&bell->sleeping, 0);
   if (!timed_out) return WEFT_SUCCESS;

@@ -21,7 +21,7 @@
 #define SHM_NAME_MAX 96
 
 typedef struct {
-  _Atomic uint32_t bell;     /* bumped by every peer that has news for this rank */
+  _Atomic uint32_t bell;     /* bumped by a peer with news for this rank while it sleeps */
   _Atomic uint32_t sleeping; /* set while the owner futex-waits, else wakers skip the syscall */
   _Atomic int32_t attached;  /* peers that mapped this doorbell; the last one unlinks it */
   /* 1 + the core the owner last waited on, 0 unknown (spin.h). Its own cache line, stored only
@@ -100,8 +100,12 @@ void shm_pair_name(char *buf, uint64_t comm_id, int lo, int lo_pid, int hi, int 
 weft_result_t shm_bell_create(const char *name, shm_bell_t **out);
 /* Maps a peer's doorbell and counts itself in; the last of `expected` attachers unlinks it. */
 weft_result_t shm_bell_attach(const char *name, int expected, shm_bell_t **out);
-/* Tells the owner of `b` there is news, waking it only if it sleeps. */
+/* Tells the owner of `b` there is news (published before the call), waking it only if it sleeps
+ * or is about to. */
 void shm_bell_ring(shm_bell_t *b);
+/* The owner, before it sleeps: announces the sleep and returns the bell's value to sleep on. It
+ * must then look for news once more before shm_bell_sleep, and clear `sleeping` after it. */
+uint32_t shm_bell_announce_sleep(shm_bell_t *b);
 /* Sleeps until the bell moves from `seen` or timeout_ms passes; 1 if it timed out. */
 int shm_bell_sleep(shm_bell_t *b, uint32_t seen, int timeout_ms);
 

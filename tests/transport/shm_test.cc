@@ -232,4 +232,31 @@ TEST(Shm, OversubscribedRanksDoNotStarve) {
   EXPECT_EQ(mp_summary(results), "");
 }
 
+// WEFT_SPIN_US=0: every wait announces its sleep and sleeps at once, so every message meets a
+// sleeper or one about to sleep (shm_bell_ring's fence against shm_bell_announce_sleep's). A lost
+// wake-up costs the wait slice (200 ms): 400 small calls would take 80 s or more, not a second.
+TEST(Shm, SleepersAreWokenByEveryMessage) {
+  auto results = mp_run(
+      4,
+      [](int rank, int n, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "shm", 1);
+        setenv("WEFT_SPIN_US", "0", 1);
+        weft_comm_t* comm;
+        std::string err = join(rank, n, port, &comm);
+        if (!err.empty()) return err;
+        double start = Now();
+        for (int i = 0; i < 200 && err.empty(); i++) {
+          err = check_call(comm, WEFT_COLL_ALL_REDUCE, WEFT_ALGO_AUTO, WEFT_FLOAT32, WEFT_SUM,
+                           i % 2 ? 2 : 3000, i % 3 == 0, 0);
+          if (err.empty() && weft_barrier(comm, nullptr) != WEFT_SUCCESS) err = weft_last_error();
+        }
+        double took = Now() - start;
+        weft_comm_destroy(comm);
+        if (err.empty() && took > 20) err = "took " + std::to_string(took) + " s";
+        return err;
+      },
+      240000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
 }  // namespace
