@@ -491,7 +491,7 @@ static int reuse(run_t *r) {
   return 1;
 }
 
-/* The run's bookkeeping stays in ctx for the next call. */
+/* The run's bookkeeping stays for the next call, in ctx or in its kept layout (exec_plan_t). */
 static void run_free(run_t *r) { free(r->agree); }
 
 static char *buf_base(run_t *r, sched_buf_t b) { return r->bufs[b]; }

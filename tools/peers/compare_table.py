@@ -164,5 +164,5 @@ for n in sorted({k[0] for k in usec}):
           f" (target <= 0.5), w-shm/mpi-def {ratio(num(row.get('weft-shm')), num(row.get('openmpi-default')))}"
           f" (target <= 1)")
     if n in floor:
-        print(f"  raw-TCP floor (tcp_latency_floor: recursive doubling on bare sockets, no library) "
+        print(f"  raw-TCP floor (tcp_latency_floor: the fastest of its schedules on bare sockets, no library) "
               f"{floor[n]:.1f} us; w-tcp/floor {ratio(num(row.get('weft-tcp')), floor[n])}")
