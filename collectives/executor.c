@@ -78,6 +78,13 @@ typedef struct stream {
  * bytes where they landed: no staging slot, no copy into it. TCP has to land them somewhere. */
 static int recv_in_place(const stream_t *st) { return st->conn->ops->post_recv_inplace != NULL; }
 
+/* Index of the k-th entry (k < cap) after the head of a stream's FIFO. Without a division: the
+ * remainder was a divide per message posted and retired, on every small call's path. */
+static int fifo_index(const stream_t *st, int k) {
+  int i = st->head + k;
+  return i < st->cap ? i : i - st->cap;
+}
+
 typedef struct {
   size_t nslices, done;
   /* Device mode, local copies: slices enqueued, and the fence after the last of them. */
@@ -116,6 +123,7 @@ typedef struct {
 struct exec_plan {
   int valid;
   size_t esize, slice_elems;
+  unsigned conn_epoch; /* ctx->conn_epoch when the streams got their connections */
   void *scratch;    /* ctx->scratch the layout points into */
   size_t need;      /* of it */
   void *mem, *fifo; /* op states, streams, connections, copies, op lists; FIFO entries */
@@ -300,6 +308,7 @@ static weft_result_t setup(run_t *r) {
   exec_ctx_t *ctx = r->ctx;
   const schedule_t *s = r->s;
   size_t nops = (size_t)s->nops;
+  unsigned epoch = ctx->conn_epoch; /* of the connections the streams get below */
   /* One zeroed block for the op states, streams, connections and local copies, then each
    * stream's op list (nops indices in all, ops_of below). */
   size_t b_states = ALIGN8((nops + 1) * sizeof *r->states);
@@ -427,6 +436,7 @@ static weft_result_t setup(run_t *r) {
     plan->esize = r->esize;
     plan->slice_elems = r->slice_elems;
     plan->scratch = ctx->scratch;
+    plan->conn_epoch = epoch;
     plan->need = need;
     plan->states = r->states;
     plan->streams = r->streams;
@@ -444,22 +454,17 @@ oom:
 }
 
 /* The run's layout is its kept plan's, with every counter back at the start, when that plan was
- * laid out for this element size, in this scratch memory, over the connections the streams would
- * get now: 1. Else 0, and setup lays it out again (a connection that was replaced, a call that
- * grew the scratch memory since). */
+ * laid out for this element size, in this scratch memory, over connections of the owner's
+ * current epoch (none closed or replaced since): 1. Else 0, and setup lays it out again (a call
+ * that grew the scratch memory since, connections dropped by a failure). */
 static int reuse(run_t *r) {
   exec_ctx_t *ctx = r->ctx;
   const schedule_t *s = r->s;
   exec_plan_t *p = r->plan;
   if (!p || !p->valid || p->esize != r->esize || p->slice_elems != r->slice_elems ||
-      p->scratch != ctx->scratch || ctx->scratch_bytes < p->need)
+      p->scratch != ctx->scratch || ctx->scratch_bytes < p->need ||
+      p->conn_epoch != ctx->conn_epoch)
     return 0;
-  for (int i = 0; i < p->nstreams; i++) {
-    conn_t *now = NULL;
-    if (ctx->get_conn(ctx->owner, p->streams[i].peer, 0, &now) != WEFT_SUCCESS ||
-        now != p->streams[i].conn)
-      return 0;
-  }
   if (p->agree) {
     r->agree = calloc((size_t)s->nops, AGREE_BYTES);
     if (!r->agree) return 0;
@@ -630,7 +635,7 @@ static weft_result_t open_desc_slot(run_t *r, stream_t *st, flight_t *f, int *op
 static weft_result_t post_ready(run_t *r, stream_t *st, int *progressed) {
   const transport_ops_t *t = st->conn->ops;
   while (st->count < st->cap) {
-    int slot = (st->head + st->count) % st->cap;
+    int slot = fifo_index(st, st->count);
     flight_t *f = &st->fifo[slot];
     if (st->hdr_pending && st->desc_slot) {
       f->reducing = 0;
@@ -784,7 +789,7 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
   slice_range(r, op, f->slice, &first, &n);
   *slot = NULL;
   if (!out_ready(out, op->fwd, f->slice)) return WEFT_SUCCESS;
-  flight_t *e = &out->fifo[(out->head + out->count) % out->cap];
+  flight_t *e = &out->fifo[fifo_index(out, out->count)];
   e->x.device = r->device;
   WEFT_CHECK(out->conn->ops->lend_send(out->conn, n * r->esize, &e->x, slot));
   if (!*slot) return WEFT_SUCCESS;
@@ -799,7 +804,7 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
 
 /* The lent slot's entry joins the send stream, as post_ready would have added it. */
 static void fused_advance(run_t *r, stream_t *out, int fwd, size_t bytes) {
-  int k = (out->head + out->count) % out->cap;
+  int k = fifo_index(out, out->count);
   if (r->ctx->trace)
     trace_post(r->ctx->trace, out->peer, 1, k, weft_coll_name(r->desc->kind),
                weft_algo_name(r->desc->algo), r->desc->seq, r->s->ops[fwd].step,
@@ -914,7 +919,7 @@ static weft_result_t fused_start_device(run_t *r, flight_t *f, int *started) {
  * finished. */
 static weft_result_t commit_filled(run_t *r, stream_t *st, int *progressed) {
   for (int k = 0; k < st->count; k++) {
-    flight_t *f = &st->fifo[(st->head + k) % st->cap];
+    flight_t *f = &st->fifo[fifo_index(st, k)];
     if (!f->filling) continue;
     int done = 0;
     WEFT_CHECK(r->ctx->dev->ops->poll(r->ctx->queue, f->ticket, &done));
@@ -952,7 +957,7 @@ static weft_result_t reduce_slice_device(run_t *r, flight_t *f) {
 static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
   if (st->is_send) WEFT_CHECK(commit_filled(r, st, progressed));
   for (int k = 0; k < st->count && !st->is_send; k++) {
-    flight_t *f = &st->fifo[(st->head + k) % st->cap];
+    flight_t *f = &st->fifo[fifo_index(st, k)];
     if (!f->x.complete) break;
     if (f->op < 0 || f->reducing) continue;
     const sched_op_t *op = &r->s->ops[f->op];
@@ -992,7 +997,7 @@ static weft_result_t retire_device(run_t *r, stream_t *st, int *progressed) {
       if (r->s->ops[f->op].agree.on && !st->is_send) WEFT_CHECK(check_agree(r, st->peer, f->op));
       r->states[f->op].done++;
     }
-    st->head = (st->head + 1) % st->cap;
+    st->head = fifo_index(st, 1);
     st->count--;
     *progressed = 1;
   }
@@ -1015,7 +1020,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       WEFT_CHECK(fused_retire(r, st, f, &done));
       if (!done) break;
       r->states[f->op].done++;
-      st->head = (st->head + 1) % st->cap;
+      st->head = fifo_index(st, 1);
       st->count--;
       *progressed = 1;
       continue;
@@ -1038,7 +1043,7 @@ static weft_result_t retire(run_t *r, stream_t *st, int *progressed) {
       }
       r->states[f->op].done++;
     }
-    st->head = (st->head + 1) % st->cap;
+    st->head = fifo_index(st, 1);
     st->count--;
     *progressed = 1;
   }
@@ -1180,7 +1185,7 @@ static weft_result_t prefer_header_error(run_t *r, weft_result_t res) {
     const stream_t *st = &r->streams[i];
     if (st->is_send) continue;
     for (int k = 0; k < st->count; k++) {
-      const flight_t *f = &st->fifo[(st->head + k) % st->cap];
+      const flight_t *f = &st->fifo[fifo_index(st, k)];
       int agrees = f->op >= 0 && r->s->ops[f->op].agree.on;
       if ((f->op >= 0 && !agrees) || !f->x.complete) continue;
       char msg[ERR_MSG_MAX];

@@ -67,6 +67,9 @@ typedef struct {
    * transport that takes xfers with x.device set). */
   weft_result_t (*get_conn)(void *owner, int peer, int device, conn_t **out);
   void *owner;
+  /* Bumped by the owner whenever connections get_conn handed out are closed or replaced: a kept
+   * layout (`plan`) holds connections of the epoch it was laid out in. */
+  unsigned conn_epoch;
   void *scratch;
   size_t scratch_bytes;
   /* The run's own bookkeeping (op states, streams, their FIFOs), kept between calls like

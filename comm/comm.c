@@ -136,6 +136,7 @@ weft_result_t comm_fail(weft_comm_t *c, weft_result_t res) {
     snprintf(c->failed_msg, sizeof c->failed_msg, "%s", err_last());
     __atomic_store_n(&c->failed, res, __ATOMIC_RELEASE);
   }
+  c->exec.conn_epoch++; /* the layouts kept for the executor hold the connections closed here */
   for (int p = 0; p < c->nranks; p++) {
     if (!c->dev_conns[p]) continue;
     c->dev_conns[p]->ops->close(c->dev_conns[p], 1);
