@@ -41,6 +41,9 @@ typedef struct {
   unsigned char addr[BOOT_NTRANSPORTS][128 + 16]; /* a net_addr_t for TCP */
   unsigned char rescue[128 + 16];                 /* a net_addr_t */
   unsigned char settings[512];
+  /* CPUs online on the rank's host, 0 if unknown: with the ranks counted per host, whether some of
+   * them share a CPU (comm/cost_model.c). */
+  int32_t host_cpus;
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;

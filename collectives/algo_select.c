@@ -89,7 +89,7 @@ weft_result_t algo_choose(weft_coll_t coll, weft_algo_t per_call, const algo_pol
   for (int i = 0; i < algo_count(); i++) {
     const algo_entry_t *e = algo_at(i);
     if (e->coll != coll || e->algo == WEFT_ALGO_HIERARCHICAL) continue;
-    double cost = e->cost ? e->cost(m, nranks, bytes) : 0;
+    double cost = algo_predicted(e, m, nranks, bytes);
     if (!best || cost < best_cost) {
       best = e;
       best_cost = cost;

@@ -77,10 +77,13 @@ static inline void sched_round(size_t count, size_t round_count, size_t t, size_
 typedef weft_result_t (*sched_build_fn)(schedule_t *s, const sched_args_t *a);
 
 /* The alpha-beta-gamma model: alpha seconds per message, beta seconds per byte on a link, gamma
- * seconds per byte reduced; slice_bytes is the executor's pipeline unit (WEFT_SLICE_BYTES). */
+ * seconds per byte reduced; slice_bytes is the executor's pipeline unit (WEFT_SLICE_BYTES).
+ * wake: seconds a rank waits, per dependent round (algo_rounds), for the peer it needs to be
+ * scheduled, where a host runs more ranks than it has CPUs; 0 where every rank has a CPU. */
 typedef struct {
   double alpha, beta, gamma;
   double slice_bytes;
+  double wake;
 } cost_model_t;
 
 /* Predicted seconds for `bytes` (nccl-tests' "size": the per-rank buffer of all_reduce,
@@ -88,12 +91,33 @@ typedef struct {
  * reduce_scatter and scatter, the root's sendbuf; all_to_all: one rank's whole sendbuf). */
 typedef double (*cost_fn)(const cost_model_t *m, int nranks, double bytes);
 
+/* How many rounds a rank of the algorithm goes through, each waiting for a peer's message that
+ * the peer could only send once its own round before was done, as a function of p. */
+typedef enum {
+  ROUNDS_NONE,          /* point to point: no choice is made */
+  ROUNDS_ONE,           /* every message depends on nothing received */
+  ROUNDS_LOG,           /* ceil(log2 p): halving, doubling, binomial trees */
+  ROUNDS_TWO_LOG,       /* 2 ceil(log2 p): down and up a tree, reduce-scatter then all-gather */
+  ROUNDS_P_MINUS_ONE,   /* p - 1: around a ring or a chain once */
+  ROUNDS_TWO_P_MINUS_2, /* 2 (p - 1): around a ring twice */
+  ROUNDS_P              /* p: the ring barrier's token, around and on to the first rank again */
+} algo_rounds_t;
+
 typedef struct {
   weft_coll_t coll;
   weft_algo_t algo;
   sched_build_fn build;
   cost_fn cost;
+  algo_rounds_t rounds;
 } algo_entry_t;
+
+/* The dependent rounds of `e` at p ranks (0 for p < 2). */
+int algo_rounds(const algo_entry_t *e, int nranks);
+
+/* What the automatic choice compares: the entry's cost plus, for each dependent round, the
+ * model's wait for a descheduled peer (m->wake, 0 where every rank has a CPU), in the share of a
+ * round that is latency, alpha / (alpha + bytes beta). */
+double algo_predicted(const algo_entry_t *e, const cost_model_t *m, int nranks, double bytes);
 
 /* The entry for (coll, algo), or NULL when this build has no such pair. */
 const algo_entry_t *algo_lookup(weft_coll_t coll, weft_algo_t algo);
@@ -128,6 +152,10 @@ weft_result_t recursive_doubling_allreduce_build(schedule_t *s, const sched_args
 double recursive_doubling_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t recursive_doubling_allgather_build(schedule_t *s, const sched_args_t *a);
 double recursive_doubling_allgather_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t linear_allreduce_build(schedule_t *s, const sched_args_t *a);
+double linear_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
+weft_result_t linear_barrier_build(schedule_t *s, const sched_args_t *a);
+double linear_barrier_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t rabenseifner_allreduce_build(schedule_t *s, const sched_args_t *a);
 double rabenseifner_allreduce_cost(const cost_model_t *m, int nranks, double bytes);
 weft_result_t rabenseifner_reduce_scatter_build(schedule_t *s, const sched_args_t *a);

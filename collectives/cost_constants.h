@@ -42,6 +42,13 @@ typedef struct {
   unsigned char used[COST_NUM_TRANSPORTS][2];
 } cost_links_t;
 
+/* Seconds a rank waits, per dependent round, for the peer it needs to be scheduled where a host
+ * runs more ranks than it has CPUs (cost_model_t.wake). Fitted to 4 ranks on the 2-core
+ * development VM: an 8-byte all-reduce in one round (linear_allreduce.c) took 2 us less than in
+ * recursive doubling's two (results/2026-11-29-one-step), and the closed forms differ by
+ * 3 alpha less one wake there: wake = 2 us + 3 x SHM_ALPHA. */
+#define COST_WAKE 4.6e-6
+
 /* The committed constants (cost_constants.c). */
 const cost_table_t *cost_constants(void);
 

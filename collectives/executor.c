@@ -1074,9 +1074,10 @@ static weft_result_t run_copies_device(run_t *r, int *progressed) {
     size_t elems = last_first + last_n - first;
     char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
     const char *src = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
+    int avg = op->final && r->desc->op == WEFT_AVG ? r->ctx->nranks : 0;
     if (op->kind == SCHED_REDUCE)
       WEFT_CHECK(
-          d->reduce(r->ctx->queue, dst, NULL, dst, src, elems, r->desc->dtype, r->desc->op, 0));
+          d->reduce(r->ctx->queue, dst, NULL, dst, src, elems, r->desc->dtype, r->desc->op, avg));
     else
       WEFT_CHECK(d->copy(r->ctx->queue, dst, src, elems * r->esize));
     WEFT_CHECK(d->fence(r->ctx->queue, &st->ticket));
@@ -1098,8 +1099,11 @@ static void run_copies(run_t *r, int *progressed) {
       slice_range(r, op, st->done, &first, &n);
       char *dst = buf_base(r, op->buf) + (op->offset + first) * r->esize;
       const char *src = buf_base(r, op->src_buf) + (op->src_offset + first) * r->esize;
-      /* A local reduction runs through the same kernel as a reducing receive, in place. */
-      if (op->kind == SCHED_REDUCE)
+      /* A local reduction runs through the same kernel as a reducing receive, in place; the
+       * last one of an average divides, as a final receive does. */
+      if (op->kind == SCHED_REDUCE && op->final && r->desc->op == WEFT_AVG)
+        kern_reduce_avg_final(dst, dst, src, n, r->desc->dtype, r->ctx->nranks);
+      else if (op->kind == SCHED_REDUCE)
         r->reduce(dst, dst, src, n);
       else
         memcpy(dst, src, n * r->esize);

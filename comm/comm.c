@@ -8,9 +8,10 @@
 #include "bootstrap/env.h"
 #include "bootstrap/rendezvous.h"
 #include "comm/agree.h"
-#include "common/net.h"
 #include "comm/handles.h"
 #include "comm/rescue.h"
+#include "common/net.h"
+#include "common/spin.h"
 #include "common/trace.h"
 #include "transport/ibv_wrap.h"
 #include "transport/staged.h"
@@ -275,6 +276,7 @@ weft_result_t comm_open_transport(weft_comm_t *c, boot_record_t *mine) {
     t->local_addr(c->transports[k], mine->addr[k]);
   }
   boot_host_id(mine->host_id, sizeof mine->host_id);
+  mine->host_cpus = spin_host_cpus();
   return rescue_open(c, mine);
 }
 
@@ -439,14 +441,14 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
             "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
             "per peer), shm rings of %d slots, slices of %zu bytes (device buffers: %d slots of "
             "%zu), %s in flight, timeout %d ms; "
-            "cost model%s alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B (device buffers: "
-            "%.2f us, %.3f ns/B, %.3f ns/B)\n",
+            "cost model%s alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B, wake %.1f us per round "
+            "(ranks sharing CPUs) (device buffers: %.2f us, %.3f ns/B, %.3f ns/B)\n",
             c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
             c->config.shm_slots, c->config.slice_bytes, c->dev_config.shm_slots,
             c->dev_config.slice_bytes, window, c->config.timeout_ms,
             c->model_tuned ? " (WEFT_TUNE_FILE)" : "", c->model.alpha * 1e6, c->model.beta * 1e9,
-            c->model.gamma * 1e9, c->dev_model.alpha * 1e6, c->dev_model.beta * 1e9,
-            c->dev_model.gamma * 1e9);
+            c->model.gamma * 1e9, c->model.wake * 1e6, c->dev_model.alpha * 1e6,
+            c->dev_model.beta * 1e9, c->dev_model.gamma * 1e9);
   }
   return WEFT_SUCCESS;
 }

@@ -58,6 +58,21 @@ static void pair_classes(const weft_comm_t *c, const boot_record_t *all, int a, 
   dev->used[d][w] = 1;
 }
 
+/* Whether some host runs more of the communicator's ranks than it has CPUs: there a rank that
+ * waits for a peer's message often waits for the peer to be scheduled first. From the records,
+ * so that every rank sees the same (a host that did not say how many CPUs it has counts as
+ * having enough). */
+static int cost_oversubscribed(const weft_comm_t *c, const boot_record_t *all) {
+  /* p^2 comparisons of two ints, once per communicator, as pair_classes' below. */
+  for (int r = 0; r < c->nranks; r++) {
+    int cpus = all[r].host_cpus, on_host = 0;
+    if (cpus <= 0) continue;
+    for (int q = 0; q < c->nranks; q++) on_host += c->node_of[q] == c->node_of[r];
+    if (on_host > cpus) return 1;
+  }
+  return 0;
+}
+
 void cost_model_connect(weft_comm_t *c, const boot_record_t *all) {
   cost_links_t host, dev;
   memset(&host, 0, sizeof host);
@@ -68,4 +83,7 @@ void cost_model_connect(weft_comm_t *c, const boot_record_t *all) {
     for (int b = a + 1; b < c->nranks; b++) pair_classes(c, all, a, b, &host, &dev);
   if (!c->model_tuned) c->model = cost_model_for(&c->costs, &host, (double)c->config.slice_bytes);
   c->dev_model = cost_model_for(&c->costs, &dev, (double)c->dev_config.slice_bytes);
+  /* Host buffers only: device calls go through the device's queue, whose per-message cost dwarfs
+   * a context switch. */
+  c->model.wake = cost_oversubscribed(c, all) ? COST_WAKE : 0;
 }

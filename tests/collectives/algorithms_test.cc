@@ -129,7 +129,8 @@ TEST(Algorithms, GatherAndScatterHaveLinearAndBinomialTree) {
     EXPECT_NE(algo_lookup(c, WEFT_ALGO_TREE), nullptr) << sim::CollName(c);
     EXPECT_EQ(algo_lookup(c, WEFT_ALGO_RING), nullptr) << sim::CollName(c);
   }
-  EXPECT_EQ(algo_lookup(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_LINEAR), nullptr);
+  EXPECT_NE(algo_lookup(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_LINEAR), nullptr);
+  EXPECT_EQ(algo_lookup(WEFT_COLL_BROADCAST, WEFT_ALGO_LINEAR), nullptr);
   EXPECT_STREQ(weft_algo_name(WEFT_ALGO_LINEAR), "linear");
   EXPECT_EQ(weft_algo_from_name("linear"), WEFT_ALGO_LINEAR);
   EXPECT_STREQ(weft_coll_name(WEFT_COLL_GATHER), "gather");

@@ -139,3 +139,36 @@ TEST(TuneFile, ErrorsNameTheFileAndTheLine) {
 }
 
 }  // namespace
+
+// Where a host runs more ranks than it has CPUs (the model's wake), a small all-reduce and a
+// barrier take the algorithms of one dependent round; where every rank has a CPU (wake 0), those
+// with fewer messages, as before; and a large all-reduce keeps its bandwidth algorithm either way.
+TEST(CostConstants, OneRoundWhereRanksShareCpus) {
+  cost_links_t shm = {};
+  shm.used[COST_SHM][COST_INTRA] = 1;
+  cost_model_t m = cost_model_for(cost_constants(), &shm, 65536);
+  algo_policy_t auto_all;
+  ASSERT_EQ(algo_policy_parse("", &auto_all), WEFT_SUCCESS);
+  auto pick = [&](weft_coll_t coll, int p, double bytes) {
+    const algo_entry_t* e = nullptr;
+    EXPECT_EQ(algo_choose(coll, WEFT_ALGO_AUTO, &auto_all, &m, p, bytes, nullptr, &e),
+              WEFT_SUCCESS);
+    return e ? e->algo : WEFT_ALGO_AUTO;
+  };
+  for (int p : {3, 4, 6}) {
+    m.wake = 0;
+    EXPECT_NE(pick(WEFT_COLL_ALL_REDUCE, p, 8), WEFT_ALGO_LINEAR) << p;
+    EXPECT_NE(pick(WEFT_COLL_BARRIER, p, 0), WEFT_ALGO_LINEAR) << p;
+    m.wake = COST_WAKE;
+    EXPECT_EQ(pick(WEFT_COLL_ALL_REDUCE, p, 8), WEFT_ALGO_LINEAR) << p;
+    EXPECT_EQ(pick(WEFT_COLL_ALL_REDUCE, p, 1024), WEFT_ALGO_LINEAR) << p;
+    EXPECT_EQ(pick(WEFT_COLL_BARRIER, p, 0), WEFT_ALGO_LINEAR) << p;
+    EXPECT_NE(pick(WEFT_COLL_ALL_REDUCE, p, 64 << 20), WEFT_ALGO_LINEAR) << p;
+  }
+  // The term is wake per round in the latency share of a round, and nothing else.
+  const algo_entry_t* rd = algo_lookup(WEFT_COLL_ALL_REDUCE, WEFT_ALGO_RECURSIVE_DOUBLING);
+  m.wake = 1;
+  EXPECT_DOUBLE_EQ(algo_predicted(rd, &m, 8, 100) - rd->cost(&m, 8, 100),
+                   3 * m.alpha / (m.alpha + 100 * m.beta));
+  EXPECT_EQ(algo_rounds(rd, 1), 0);
+}

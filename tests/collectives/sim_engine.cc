@@ -21,7 +21,7 @@ bool IsToken(sched_kind_t k) { return k == SCHED_SEND_TOKEN || k == SCHED_RECV_T
 // send it feeds reads buf. That is the path every fused schedule must also be correct on; the
 // fused path itself is checked with real transports (tests/collectives_mp).
 bool Writes(sched_kind_t k) {
-  return k == SCHED_RECV_COPY || sched_is_reduce(k) || k == SCHED_COPY ||
+  return k == SCHED_RECV_COPY || sched_is_reduce(k) || sched_is_local(k) ||
          k == SCHED_RECV_COPY_SEND;
 }
 
@@ -36,10 +36,9 @@ std::string OpName(const schedule_t& s, int rank, int i) {
   if (i < 0) return o.str() + " call description";
   const sched_op_t& op = s.ops[i];
   o << " op " << i << " (" << sched_kind_name(op.kind);
-  if (op.kind != SCHED_COPY) o << (IsSend(op.kind) ? " to " : " from ") << op.peer;
+  if (!sched_is_local(op.kind)) o << (IsSend(op.kind) ? " to " : " from ") << op.peer;
   o << ", " << BufName(op.buf) << "[" << op.offset << ", +" << op.count << ")";
-  if (sched_is_reduce(op.kind) || op.kind == SCHED_COPY)
-    o << " src " << BufName(op.src_buf) << "[" << op.src_offset << "]";
+  if (sched_has_src(op.kind)) o << " src " << BufName(op.src_buf) << "[" << op.src_offset << "]";
   o << ", dep " << op.dep << ", step " << op.step << ")";
   return o.str();
 }
@@ -156,7 +155,7 @@ class Runner {
       if (s.hdr_to >= 0) StreamFor(r, s.hdr_to, true).hdr = true;
       if (s.hdr_from >= 0) StreamFor(r, s.hdr_from, false).hdr = true;
       for (int i = 0; i < s.nops; i++) {
-        if (s.ops[i].kind == SCHED_COPY)
+        if (sched_is_local(s.ops[i].kind))
           copies_[r].push_back(i);
         else
           StreamFor(r, s.ops[i].peer, IsSend(s.ops[i].kind)).ops.push_back(i);
@@ -421,16 +420,20 @@ class Runner {
     if (!src.cells || !dst.cells) return;
     CheckAccess(what, src, false);
     CheckAccess(what, dst, true);
-    uint32_t all = p_ >= 32 ? ~0u : (1u << p_) - 1;
     std::vector<Cell> out(n);
-    for (size_t i = 0; i < n; i++) {
-      const Cell &a = src.cell(i), &b = f.staged[i];
-      if (a.ranks & b.ranks) Fail(what + " adds some rank's input twice");
-      if (a.finals || b.finals) Fail(what + " folds a value that was already finalized");
-      out[i] = {a.v + b.v, a.ranks | b.ranks, op.final ? 1 : 0, true};
-      if (op.final && out[i].ranks != all) Fail(what + " finalizes a partial sum");
-    }
+    for (size_t i = 0; i < n; i++) out[i] = Combine(what, src.cell(i), f.staged[i], op.final);
     for (size_t i = 0; i < n; i++) dst.cell(i) = out[i];
+  }
+
+  // a op b, checked: no rank's input twice, nothing folded after it was finalized, and a final
+  // fold holds every rank's input.
+  Cell Combine(const std::string& what, const Cell& a, const Cell& b, int final) {
+    uint32_t all = p_ >= 32 ? ~0u : (1u << p_) - 1;
+    if (a.ranks & b.ranks) Fail(what + " adds some rank's input twice");
+    if (a.finals || b.finals) Fail(what + " folds a value that was already finalized");
+    Cell out = {a.v + b.v, a.ranks | b.ranks, final ? 1 : 0, true};
+    if (final && out.ranks != all) Fail(what + " finalizes a partial sum");
+    return out;
   }
 
   void Copy(int r, int i) {
@@ -443,8 +446,11 @@ class Runner {
     std::string what = OpName(w_.sched[r], r, i);
     CheckAccess(what, src, false);
     CheckAccess(what, dst, true);
+    bool reduce = op.kind == SCHED_REDUCE;  // buf = buf op src
+    if (reduce) CheckAccess(what, dst, false);
     std::vector<Cell> tmp(n);
-    for (size_t k = 0; k < n; k++) tmp[k] = src.cell(k);
+    for (size_t k = 0; k < n; k++)
+      tmp[k] = reduce ? Combine(what, dst.cell(k), src.cell(k), op.final) : src.cell(k);
     for (size_t k = 0; k < n; k++) dst.cell(k) = tmp[k];
     if (op.dep >= 0) know_[r][i] |= know_[r][op.dep];
     done_[r][i]++;

@@ -17,7 +17,7 @@ std::vector<std::pair<bool, size_t>> StreamShape(const schedule_t& s, int peer, 
   std::vector<std::pair<bool, size_t>> v;
   for (int i = 0; i < s.nops; i++) {
     const sched_op_t& op = s.ops[i];
-    if (op.kind == SCHED_COPY || op.peer != peer || IsSend(op.kind) != send) continue;
+    if (sched_is_local(op.kind) || op.peer != peer || IsSend(op.kind) != send) continue;
     v.push_back({IsToken(op.kind), IsToken(op.kind) ? 0 : op.count});
   }
   return v;
@@ -59,7 +59,7 @@ std::string CheckStatic(const World& w, bool all_linked) {
       const sched_op_t& op = s.ops[i];
       if (Writes(op.kind) && op.buf == SCHED_SENDBUF)
         return OpName(s, r, i) + " writes into the caller's sendbuf";
-      if (op.kind != SCHED_COPY && op.peer == r) return OpName(s, r, i) + " talks to itself";
+      if (!sched_is_local(op.kind) && op.peer == r) return OpName(s, r, i) + " talks to itself";
     }
     if (s.hdr_to >= 0) {
       if (w.sched[s.hdr_to].hdr_from != r)

@@ -5,6 +5,7 @@
 // says it should, by a single constant or by a whole model (weft-bench --tune's form).
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -119,12 +120,16 @@ std::vector<std::string> RunJob(const std::string& transport, const std::string&
   return grids;
 }
 
-// The choice the committed model gives (`table` with one host's `transport` links), for the
+// The choice the committed model gives (`table` with one host's `transport` links, and the wake
+// term where the ranks outnumber this host's CPUs), for the
 // collectives whose priced size is count * 4 on every path: all_reduce and broadcast.
 std::string Expected(const cost_table_t& table, cost_transport_t transport) {
   cost_links_t links = {};
   links.used[transport][COST_INTRA] = 1;
   cost_model_t m = cost_model_for(&table, &links, kSlice);
+  // The job's kRanks ranks share this host's CPUs where it has fewer (comm/cost_model.c).
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  m.wake = cpus > 0 && kRanks > cpus ? COST_WAKE : 0;
   algo_policy_t none;
   EXPECT_EQ(algo_policy_parse("", &none), WEFT_SUCCESS);
   std::ostringstream out;

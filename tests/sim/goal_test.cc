@@ -126,14 +126,14 @@ Expected Count(const sim_model_t& m, const sim_call_t& c) {
         e.irequires += (long)k - (stream_sends[op.peer] == 0 ? 1 : 0);
         stream_sends[op.peer] += (long)k;
       }
-      if (sched_is_reduce(op.kind) || op.kind == SCHED_COPY) {
+      if (sched_is_reduce(op.kind) || sched_is_local(op.kind)) {
         e.calcs += (long)k;
         double rate = op.kind == SCHED_COPY ? m.beta_mem : m.gamma;
         for (size_t j = 0; j < k; j++) {
           size_t elems = std::min(se, op.count - j * se);
           e.calc_units += std::lround(elems * esize * rate / kUnit);
         }
-        if (op.kind != SCHED_COPY) e.requires += (long)k;
+        if (!sched_is_local(op.kind)) e.requires += (long)k;  // waits for its message
       }
       if (op.dep < 0 || k == 0) continue;
       size_t dk = slices(r.ops[op.dep]);

@@ -91,13 +91,13 @@ static double slice_bytes(const writer_t *w, const sched_op_t *op, size_t j) {
 /* The label that says slice j of op i is done: its reduction, its copy, or its message. */
 static void done_label(const writer_t *w, int i, size_t j, char *buf, size_t len) {
   sched_kind_t k = w->s->ops[i].kind;
-  char c = sched_is_reduce(k) ? 'r' : k == SCHED_COPY ? 'c' : 'o';
+  char c = sched_is_reduce(k) ? 'r' : sched_is_local(k) ? 'c' : 'o';
   snprintf(buf, len, "%c%d_%zu", c, i, j);
 }
 
 /* The label that starts slice j of op i: its message, or its copy. */
 static void start_label(const writer_t *w, int i, size_t j, char *buf, size_t len) {
-  snprintf(buf, len, "%c%d_%zu", w->s->ops[i].kind == SCHED_COPY ? 'c' : 'o', i, j);
+  snprintf(buf, len, "%c%d_%zu", sched_is_local(w->s->ops[i].kind) ? 'c' : 'o', i, j);
 }
 
 static int line(writer_t *w, const char *a, const char *how, const char *b) {
@@ -136,9 +136,10 @@ static int write_slice(writer_t *w, int i, size_t j) {
   char me[48], prev[48];
   double bytes = slice_bytes(w, op, j);
   start_label(w, i, j, me, sizeof me);
-  if (op->kind == SCHED_COPY) {
+  if (sched_is_local(op->kind)) { /* a local reduction costs what a receive's does (sim_run.c) */
+    double per_byte = op->kind == SCHED_REDUCE ? w->m->gamma : w->m->beta_mem;
     w->st->calcs++;
-    if (fprintf(w->out, "%s: calc %ld\n", me, units(w, bytes * w->m->beta_mem)) < 0) return 1;
+    if (fprintf(w->out, "%s: calc %ld\n", me, units(w, bytes * per_byte)) < 0) return 1;
     return write_dep(w, i, j, me);
   }
   if (is_send(op->kind)) {
@@ -201,7 +202,7 @@ static long stream_messages(const schedule_t *s, const sim_model_t *m, size_t sl
   long n = m->headers && (send ? s->hdr_to : s->hdr_from) == to;
   for (int i = 0; i < s->nops; i++) {
     const sched_op_t *op = &s->ops[i];
-    if (op->kind == SCHED_COPY || op->peer != to || is_send(op->kind) != send) continue;
+    if (sched_is_local(op->kind) || op->peer != to || is_send(op->kind) != send) continue;
     n += is_token(op->kind) ? 1 : (long)((op->count + slice_elems - 1) / slice_elems);
   }
   return n;
@@ -222,7 +223,7 @@ static weft_result_t check_pairs(const sim_model_t *m, int nranks, const schedul
       int send = i == -2 || (i >= 0 && is_send(s->ops[i].kind));
       int peer = i == -2 ? s->hdr_to : i == -1 ? s->hdr_from : s->ops[i].peer;
       if (i < 0 && (!m->headers || peer < 0)) continue;
-      if (i >= 0 && s->ops[i].kind == SCHED_COPY) continue;
+      if (i >= 0 && sched_is_local(s->ops[i].kind)) continue;
       if (seen[2 * peer + send] == r) continue;
       seen[2 * peer + send] = r;
       long mine = stream_messages(s, m, slice_elems, peer, send);

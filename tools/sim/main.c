@@ -93,7 +93,25 @@ static void add_estimate_note(row_text_t *t, const sim_result_t *r, size_t esize
 }
 
 /* One row for one algorithm and size; the failure message names the algorithm. */
+/* Above this many ranks a sweep of all algorithms (-A all) leaves the one-round all-reduce out:
+ * every rank folds every other's input in rank order, p^2 messages and no symmetry that would let
+ * one rank's replay stand for the others (at 256 ranks and 1 GiB it alone takes minutes). It is
+ * the choice for small calls on oversubscribed hosts only; -A linear still runs it. */
+#define SWEEP_LINEAR_MAX_RANKS 64
+
+static int sweep_leaves_out(const simcli_t *o, const algo_entry_t *e) {
+  return o->algo == SIMCLI_ALL_ALGOS && e->coll == WEFT_COLL_ALL_REDUCE &&
+         e->algo == WEFT_ALGO_LINEAR && o->nranks > SWEEP_LINEAR_MAX_RANKS;
+}
+
 static void row(const simcli_t *o, const algo_entry_t *e, const simrep_shape_t *sh, row_text_t *t) {
+  if (sweep_leaves_out(o, e)) {
+    add(t,
+        "# %s linear: left out above %d ranks (p^2 messages, each rank replayed; -A linear runs "
+        "it)\n",
+        weft_coll_name(o->coll), SWEEP_LINEAR_MAX_RANKS);
+    return;
+  }
   sim_call_t call = {o->coll, e->algo, o->nranks, sh->sched_count, o->dtype, simcli_root(o)};
   sim_result_t r;
   if (sim_run(&o->model, &call, o->trace ? print_message : NULL, NULL, &r) != WEFT_SUCCESS) {
