@@ -13,7 +13,7 @@ for path in glob.glob(os.path.join(raw, "*.log")):
 sizes = sorted({k[2] for k in times})
 print("| series | placement (core of rank 0..3) | " + " | ".join(f"{s} B" for s in sizes) + " |")
 print("|---|---|" + "---|" * len(sizes))
-order = ["plan", "bound", "bound2", "clk", "bell", "mpi"]
+order = ["one", "fast", "linar", "linbar", "linboth", "plan", "bound", "bound2", "clk", "bell", "mpi"]
 for series in sorted({k[0] for k in times}, key=order.index):
     for pl in sorted({k[1] for k in times if k[0] == series}, key=lambda p: (p == "none", p)):
         cells = []
