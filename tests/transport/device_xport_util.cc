@@ -581,6 +581,17 @@ std::string LendUntilFull(conn_t* c, dev_engine_t* dev, int rank, size_t len, in
     return progressed || ops->wait(&c, 1, 50, kWaitSpinUs) == WEFT_SUCCESS;
   };
 
+  // The slots of earlier messages (the handshake's) come back only once their completions are
+  // polled: poll until 50 ms pass without progress, so that the ring starts whole (else fewer
+  // are lent at once, as seen once under load: 0 of 2).
+  for (double quiet_until = NowSeconds() + 0.05; NowSeconds() < quiet_until;) {
+    int progressed = 0;
+    if (ops->progress(c, &progressed) != WEFT_SUCCESS) return Fail(rank, who + ": progress");
+    if (progressed)
+      quiet_until = NowSeconds() + 0.05;
+    else
+      (void)ops->wait(&c, 1, 10, kWaitSpinUs);
+  }
   // Lent and not committed: the ring has no more than its capacity to lend.
   for (char* slot = nullptr; m < total; m++) {
     if (lend(&slot) != WEFT_SUCCESS) return Fail(rank, who + ": lend_send");
