@@ -155,6 +155,8 @@ fail:
 
 _Static_assert(sizeof(net_addr_t) <= sizeof(((boot_record_t *)0)->addr[0]),
                "a TCP address must fit its blob");
+_Static_assert(sizeof(boot_record_t) % 8 == 0,
+               "records lie back to back: each must keep the next one's blobs 8-byte aligned");
 
 /* NULL for an all-zero blob or an IPv4/IPv6 address of its family's length. */
 static const char *tcp_blob_problem(const unsigned char *blob, size_t size, const char *what) {

@@ -42,8 +42,9 @@ typedef struct {
   unsigned char rescue[128 + 16];                 /* a net_addr_t */
   unsigned char settings[512];
   /* CPUs online on the rank's host, 0 if unknown: with the ranks counted per host, whether some of
-   * them share a CPU (comm/cost_model.c). */
-  int32_t host_cpus;
+   * them share a CPU (comm/cost_model.c). 64 bits: records lie back to back in the store's
+   * exchange, and the size must stay a multiple of 8 for the net_addr_t blobs in the next one. */
+  int64_t host_cpus;
 } boot_record_t;
 
 typedef struct boot_session boot_session_t;

@@ -65,7 +65,7 @@ static void pair_classes(const weft_comm_t *c, const boot_record_t *all, int a, 
 static int cost_oversubscribed(const weft_comm_t *c, const boot_record_t *all) {
   /* p^2 comparisons of two ints, once per communicator, as pair_classes' below. */
   for (int r = 0; r < c->nranks; r++) {
-    int cpus = all[r].host_cpus, on_host = 0;
+    int64_t cpus = all[r].host_cpus, on_host = 0;
     if (cpus <= 0) continue;
     for (int q = 0; q < c->nranks; q++) on_host += c->node_of[q] == c->node_of[r];
     if (on_host > cpus) return 1;

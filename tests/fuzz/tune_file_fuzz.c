@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(write(fd, data, size) == (ssize_t)size);
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  cost_model_t m = {1, 1, 1, 65536};
+  cost_model_t m = {1, 1, 1, 65536, 0};
   err_clear();
   weft_result_t res = cost_model_load(path, &m);
   if (res != WEFT_SUCCESS) {
