@@ -304,7 +304,8 @@ weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, wef
       if (res == WEFT_SUCCESS) res = choose(comm, call, &sh, esize, device, &entry, &bytes);
       if (res == WEFT_SUCCESS) {
         *algo = entry->algo;
-        *seconds = entry->cost(m, comm->nranks, bytes);
+        /* The price the choice compared, the wake term of ranks sharing CPUs included. */
+        *seconds = algo_predicted(entry, m, comm->nranks, bytes);
       }
       /* premul_sum scales the input first: one more pass over it. */
       if (res == WEFT_SUCCESS && is_reducing(call->coll) && call->op == WEFT_PREMUL_SUM)

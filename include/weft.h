@@ -405,9 +405,10 @@ weft_result_t weft_call(const weft_call_t *call, weft_comm_t *comm, weft_stream_
 /* What the cost model predicts for `call` on this communicator, without running it or talking
  * to any peer: the algorithm weft_call would run (the call's own, WEFT_ALGO's, else the cheapest;
  * WEFT_ALGO_AUTO for one rank, point to point and groups) and its time in seconds under the
- * communicator's alpha, beta and gamma (docs/algorithms.md). Sends and receives
- * cost one latency plus their bytes; a group its larger direction. The call's arguments are
- * checked as weft_call checks them. Any thread may ask, as the queries. */
+ * communicator's alpha, beta and gamma, plus the wake of each dependent round where a host runs
+ * more of the ranks than it has CPUs: the price the choice compared (docs/algorithms.md). Sends
+ * and receives cost one latency plus their bytes; a group its larger direction. The call's
+ * arguments are checked as weft_call checks them. Any thread may ask, as the queries. */
 weft_result_t weft_call_estimate(const weft_call_t *call, weft_comm_t *comm, weft_algo_t *algo,
                                  double *seconds);
 

@@ -123,13 +123,19 @@ std::vector<std::string> RunJob(const std::string& transport, const std::string&
 // The choice the committed model gives (`table` with one host's `transport` links, and the wake
 // term where the ranks outnumber this host's CPUs), for the
 // collectives whose priced size is count * 4 on every path: all_reduce and broadcast.
-std::string Expected(const cost_table_t& table, cost_transport_t transport) {
+// The model of `nranks` ranks on this host that all use `transport`: the job's ranks share this
+// host's CPUs where it has fewer, and then pay a wake per dependent round (comm/cost_model.c).
+cost_model_t Model(const cost_table_t& table, cost_transport_t transport, int nranks) {
   cost_links_t links = {};
   links.used[transport][COST_INTRA] = 1;
   cost_model_t m = cost_model_for(&table, &links, kSlice);
-  // The job's kRanks ranks share this host's CPUs where it has fewer (comm/cost_model.c).
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  m.wake = cpus > 0 && kRanks > cpus ? COST_WAKE : 0;
+  m.wake = cpus > 0 && nranks > cpus ? COST_WAKE : 0;
+  return m;
+}
+
+std::string Expected(const cost_table_t& table, cost_transport_t transport) {
+  cost_model_t m = Model(table, transport, kRanks);
   algo_policy_t none;
   EXPECT_EQ(algo_policy_parse("", &none), WEFT_SUCCESS);
   std::ostringstream out;
@@ -198,6 +204,68 @@ TEST(CostChoiceTest, TuneFileModelReplacesTheConstants) {
   std::string tune = WriteFile("tune_model.txt", "alpha 2e-3\nbeta 1e-9\ngamma 1e-10\n");
   std::vector<std::string> got = RunJob("shm", tune, "tuned_model");
   for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(Head(got[i]), want) << "grid " << i;
+}
+
+// weft_call_estimate reports the price the choice compared: with more ranks than this host has
+// CPUs, the entry's closed form plus the wake of each dependent round, which at 4 bytes is most
+// of a one-round all-reduce's advantage over recursive doubling.
+TEST(CostChoiceTest, EstimateIncludesTheWakeOfRanksSharingCpus) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int nranks = cpus > 0 && cpus < 32 ? (int)cpus + 1 : 4;
+  auto results = mp_run(
+      nranks,
+      [&](int rank, int nranks, int port) -> std::string {
+        setenv("WEFT_TRANSPORT", "shm", 1);
+        setenv("WEFT_SLICE_BYTES", "65536", 1);
+        setenv("WEFT_TIMEOUT_MS", "30000", 1);
+        unsetenv("WEFT_ALGO");
+        unsetenv("WEFT_TUNE_FILE");
+        weft_comm_t* comm = nullptr;
+        weft_result_t r = weft_comm_init(&comm, nranks, rank, "127.0.0.1", port);
+        if (r != WEFT_SUCCESS) return Fail(rank, "init", r);
+        cost_model_t m = Model(*cost_constants(), COST_SHM, nranks);
+        std::vector<float> send(1 << 16), recv(1 << 16);
+        std::string err;
+        for (size_t n : {1, 256, 1 << 16}) {
+          weft_call_t k = {};
+          k.coll = WEFT_COLL_ALL_REDUCE;
+          k.sendbuf = send.data();
+          k.recvbuf = recv.data();
+          k.count = n;
+          k.dtype = WEFT_FLOAT32;
+          k.op = WEFT_SUM;
+          k.root = -1;
+          k.algo = WEFT_ALGO_AUTO;
+          weft_algo_t algo;
+          double seconds = 0;
+          r = weft_call_estimate(&k, comm, &algo, &seconds);
+          if (r != WEFT_SUCCESS) {
+            err = Fail(rank, "estimate", r);
+            break;
+          }
+          const algo_entry_t* e = algo_lookup(WEFT_COLL_ALL_REDUCE, algo);
+          double bytes = 4.0 * (double)n;
+          double want = e ? algo_predicted(e, &m, nranks, bytes) : -1;
+          if (seconds != want) {
+            char line[256];
+            snprintf(line, sizeof line,
+                     "rank %d: %zu floats by %s: estimated %.9g s, the choice "
+                     "priced %.9g s (closed form alone %.9g s)",
+                     rank, n, weft_algo_name(algo), seconds, want,
+                     e ? e->cost(&m, nranks, bytes) : -1.0);
+            err = line;
+            break;
+          }
+          if (n == 1 && m.wake > 0 && !(seconds > e->cost(&m, nranks, bytes))) {
+            err = "rank " + std::to_string(rank) + ": the model has no wake to check";
+            break;
+          }
+        }
+        weft_comm_destroy(comm);
+        return err;
+      },
+      60000);
+  EXPECT_EQ(mp_summary(results), "");
 }
 
 // A constant replaced on one rank only would make that rank choose alone: init fails on every

@@ -84,6 +84,9 @@ assert "not an integer" in badknob["error"] and "value" not in badknob, badknob
 a = d["algorithms"]
 assert a["ranks"] == 4 and a["transport"] == "shm" and a["collective"] == "all_reduce", a
 assert [c["size"] for c in a["choices"]] == ["1 KiB", "1 MiB", "256 MiB"], a
+# Four ranks on one host: more than its CPUs, and each dependent round also pays a wake.
+assert a["host_cpus"] == os.cpu_count(), a
+assert (float(a["wake_s_per_round"]) > 0) == (4 > os.cpu_count()), a
 for c in a["choices"]:
     name = c["algorithm"]
     assert name and not c["forced_by_WEFT_ALGO"] and c["predicted_us"] > 0, c

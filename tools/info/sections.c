@@ -7,6 +7,7 @@
 #include "collectives/algo_select.h"
 #include "collectives/cost_constants.h"
 #include "comm/comm.h"
+#include "common/spin.h"
 #include "tools/info/fatbin.h"
 #include "tools/info/info.h"
 #include "transport/ibv_wrap.h"
@@ -197,6 +198,10 @@ int info_algorithms(emit_t *e, const weft_config_t *cfg, int nranks, const char 
     m.beta = tune.model.beta;
     m.gamma = tune.model.gamma;
   }
+  /* The one host modeled here runs all `nranks`: more of them than it has CPUs pay a wake per
+   * dependent round, as cost_model_connect charges. */
+  int cpus = spin_host_cpus();
+  m.wake = cpus > 0 && nranks > cpus ? COST_WAKE : 0;
   algo_policy_t policy;
   char policy_error[512] = "";
   if (algo_policy_parse(cfg->algo, &policy) != WEFT_SUCCESS) {
@@ -216,6 +221,8 @@ int info_algorithms(emit_t *e, const weft_config_t *cfg, int nranks, const char 
   emit_strf(e, "alpha_s", "%.3g", m.alpha);
   emit_strf(e, "beta_s_per_byte", "%.3g", m.beta);
   emit_strf(e, "gamma_s_per_byte", "%.3g", m.gamma);
+  emit_int(e, "host_cpus", cpus);
+  emit_strf(e, "wake_s_per_round", "%.3g", m.wake);
   static const struct {
     const char *label;
     double bytes;
@@ -234,7 +241,7 @@ int info_algorithms(emit_t *e, const weft_config_t *cfg, int nranks, const char 
     } else {
       emit_str(e, "algorithm", weft_algo_name(a->algo));
       emit_bool(e, "forced_by_WEFT_ALGO", policy.forced[WEFT_COLL_ALL_REDUCE] != WEFT_ALGO_AUTO);
-      if (a->cost) emit_num(e, "predicted_us", a->cost(&m, nranks, sizes[i].bytes) * 1e6);
+      if (a->cost) emit_num(e, "predicted_us", algo_predicted(a, &m, nranks, sizes[i].bytes) * 1e6);
     }
     emit_end(e);
   }
