@@ -152,13 +152,20 @@ run_series() { # series n log
 }
 # Each repeat runs every series once per rank count, starting one series further along each time,
 # so that a slow phase of the host (minutes long on a shared VM) falls on different series in
-# different repeats instead of on the same one every time.
+# different repeats instead of on the same one every time; and every other repeat in reverse, so
+# that no series always runs right after the same one (whatever a run leaves behind, the next
+# one pays: in a plain rotation weft-auto always followed mpi-tcp).
 series=(weft-auto weft-tcp weft-shm gloo mpi-default mpi-tcp)
+ns=${#series[@]}
 for ((rep = 1; rep <= repeat; rep++)); do
   for n in ${ranks//,/ }; do
     echo "compare: $n ranks, run $rep of $repeat" >&2
-    for ((k = 0; k < ${#series[@]}; k++)); do
-      s=${series[$(((k + rep - 1) % ${#series[@]}))]}
+    for ((k = 0; k < ns; k++)); do
+      if ((rep % 2)); then
+        s=${series[$(((rep - 1 + k) % ns))]}
+      else
+        s=${series[$(((rep - 1 - k + ns) % ns))]}
+      fi
       run_series "$s" "$n" "$out/raw/${s}_${n}ranks.r${rep}.log"
     done
   done
