@@ -105,10 +105,12 @@ echo "shm_floor: busbw bound per rank count and size in shm_floor.txt (each rank
 # Known if a bogus value makes init fail, or the name is compiled in at all; otherwise setting it
 # changes nothing and the tcp/shm columns would only repeat auto, so they become n/a.
 # A core per rank where they fit, as mpirun binds (docs/launching.md, --bind).
+# WEFT_DEBUG=1 puts each rank's setup (transport per peer, cost model) in the log, for a run that
+# stands out.
 run_weft() {
   local bind=none
   [ "$1" -le "$(nproc)" ] && bind=core
-  timeout 300 "$wbin/tools/weft-run" -n "$1" --bind $bind --no-prefix -- "$wbin/tools/peers/weft_bench" "${@:2}"
+  WEFT_DEBUG=1 timeout 300 "$wbin/tools/weft-run" -n "$1" --bind $bind --no-prefix -- "$wbin/tools/peers/weft_bench" "${@:2}"
 }
 knob=no
 if grep -q WEFT_TRANSPORT "$wbin/tools/peers/weft_bench" ||
@@ -124,6 +126,7 @@ mpi=(mpirun --oversubscribe)
 # One run of one series at n ranks into its log.
 run_series() { # series n log
   local s=$1 n=$2 log=$3
+  echo "# started $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >"$log"
   case $s in
     weft-auto) PEER_VARIANT=auto run_weft "$n" "${sweep[@]}" ;;
     weft-tcp | weft-shm)
@@ -148,7 +151,8 @@ run_series() { # series n log
     mpi-tcp)
       PEER_VARIANT=tcp timeout 300 "${mpi[@]}" --mca pml ob1 --mca btl tcp,self \
         --mca btl_tcp_if_include lo -np "$n" "$bin/mpi_bench" "${sweep[@]}" ;;
-  esac >"$log" 2>&1 || echo "# FAILED" >>"$log"
+  esac >>"$log" 2>&1 || echo "# FAILED" >>"$log"
+  echo "# ended $(date +%T)" >>"$log"
 }
 # Each repeat runs every series once per rank count, starting one series further along each time,
 # so that a slow phase of the host (minutes long on a shared VM) falls on different series in
