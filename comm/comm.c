@@ -13,6 +13,7 @@
 #include "common/net.h"
 #include "common/spin.h"
 #include "common/trace.h"
+#include "kernels/reduce.h"
 #include "transport/ibv_wrap.h"
 #include "transport/staged.h"
 
@@ -440,12 +441,12 @@ weft_result_t comm_connect(weft_comm_t *c, const boot_record_t *all) {
     fprintf(stderr,
             "weft rank %d/%d: local rank %d/%d, transport per rank: %s%s; tcp at %s (%d socket(s) "
             "per peer), shm rings of %d slots, slices of %zu bytes (device buffers: %d slots of "
-            "%zu), %s in flight, timeout %d ms; "
+            "%zu), %s in flight, timeout %d ms, host reductions %s; "
             "cost model%s alpha %.2f us, beta %.3f ns/B, gamma %.3f ns/B, wake %.1f us per round "
             "(ranks sharing CPUs) (device buffers: %.2f us, %.3f ns/B, %.3f ns/B)\n",
             c->rank, c->nranks, c->local_rank, c->local_size, via, rdma, where, c->config.nsocks,
             c->config.shm_slots, c->config.slice_bytes, c->dev_config.shm_slots,
-            c->dev_config.slice_bytes, window, c->config.timeout_ms,
+            c->dev_config.slice_bytes, window, c->config.timeout_ms, kern_isa_name(kern_isa_best()),
             c->model_tuned ? " (WEFT_TUNE_FILE)" : "", c->model.alpha * 1e6, c->model.beta * 1e9,
             c->model.gamma * 1e9, c->model.wake * 1e6, c->dev_model.alpha * 1e6,
             c->dev_model.beta * 1e9, c->dev_model.gamma * 1e9);

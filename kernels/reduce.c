@@ -6,6 +6,9 @@
  * reduce-copy loops) may be exactly a or b (in place), so gcc emits a runtime overlap check that
  * takes the vector path in both the in-place and the disjoint case.
  *
+ * The loops themselves are in reduce_loops.h, compiled here for the baseline and in reduce_avx2.c
+ * with AVX2, which the lookups below take where the CPU has it (kern_isa_best).
+ *
  * Checked with kernels/vec_report.sh (gcc 12.2, -O3, -fopt-info-vec-optimized on the preprocessed
  * source so that each macro-generated loop gets its own line). With the SSE2 baseline, 42 of the
  * 48 loops vectorize: every int8/uint8/int32/uint32, fp16, bf16, fp8, float32 and float64 op, and
@@ -29,95 +32,69 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "kernels/dtypes.h"
 
-/* One loop: dst[i] = EXPR, where EXPR reads x = a[i] and y = b[i]. */
-#define LOOP(name, T, EXPR)                                                            \
-  static void reduce_##name(void *dst_v, const void *a_v, const void *b_v, size_t n) { \
-    T *dst = (T *)dst_v;                                                               \
-    const T *a = (const T *)a_v;                                                       \
-    const T *b = (const T *)b_v;                                                       \
-    for (size_t i = 0; i < n; i++) {                                                   \
-      T x = a[i];                                                                      \
-      T y = b[i];                                                                      \
-      dst[i] = EXPR;                                                                   \
-    }                                                                                  \
-  }
+#define REDUCE_ATTR
+#define REDUCE_TABLE kern_reduce_table_base
+#define REDUCE_COPY_TABLE kern_reduce_copy_table_base
+#include "kernels/reduce_loops.h"
 
-/* The same EXPR stored twice: dst[i] = dst2[i] = EXPR. dst is `restrict` because
- * kern_reduce_copy_fn promises it overlaps nothing else (it is a transport slot), which leaves gcc
- * only dst2 against a and b to check at run time; dst2 may still be exactly a or b. The result goes
- * through a local so that both stores write the value computed from the inputs as they were before
- * either store. */
-#define COPY_LOOP(name, T, EXPR)                                                              \
-  static void reduce_copy_##name(void *dst_v, void *dst2_v, const void *a_v, const void *b_v, \
-                                 size_t n) {                                                  \
-    T *restrict dst = (T *)dst_v;                                                             \
-    T *dst2 = (T *)dst2_v;                                                                    \
-    const T *a = (const T *)a_v;                                                              \
-    const T *b = (const T *)b_v;                                                              \
-    for (size_t i = 0; i < n; i++) {                                                          \
-      T x = a[i];                                                                             \
-      T y = b[i];                                                                             \
-      T r = EXPR;                                                                             \
-      dst[i] = r;                                                                             \
-      dst2[i] = r;                                                                            \
-    }                                                                                         \
-  }
-
-/* Each op's EXPR is written once and expanded by both LOOP and COPY_LOOP (L), so a reduce-copy
- * computes exactly what the plain reduce does. */
-#define INT_OPS(L, sfx, T, W)        \
-  L(sfx##_sum, T, (T)((W)x + (W)y))  \
-  L(sfx##_prod, T, (T)((W)x * (W)y)) \
-  L(sfx##_min, T, x < y ? x : y)     \
-  L(sfx##_max, T, x > y ? x : y)
-
-/* min/max compare in W but store the selected input's own bits: no conversion back, so fp16/bf16
- * min/max are exact and NaN payloads pass through. */
-#define FLOAT_OPS(L, sfx, T, TO_W, FROM_W)    \
-  L(sfx##_sum, T, FROM_W(TO_W(x) + TO_W(y)))  \
-  L(sfx##_prod, T, FROM_W(TO_W(x) * TO_W(y))) \
-  L(sfx##_min, T, TO_W(x) < TO_W(y) ? x : y)  \
-  L(sfx##_max, T, TO_W(x) > TO_W(y) ? x : y)
-
-#define INT_LOOPS(sfx, DTYPE, T, W) INT_OPS(LOOP, sfx, T, W) INT_OPS(COPY_LOOP, sfx, T, W)
-#define FLOAT_LOOPS(sfx, DTYPE, T, W, TO_W, FROM_W) \
-  FLOAT_OPS(LOOP, sfx, T, TO_W, FROM_W) FLOAT_OPS(COPY_LOOP, sfx, T, TO_W, FROM_W)
-
-KERN_INT_DTYPES(INT_LOOPS)
-KERN_FLOAT_DTYPES(FLOAT_LOOPS)
-
-/* WEFT_AVG accumulates as a sum; kern_reduce_avg_final divides once at the end. */
-#define TABLE_ROW(sfx, DTYPE, ...)                                        \
-  [DTYPE] = {                                                             \
-      [WEFT_SUM] = reduce_##sfx##_sum, [WEFT_PROD] = reduce_##sfx##_prod, \
-      [WEFT_MIN] = reduce_##sfx##_min, [WEFT_MAX] = reduce_##sfx##_max,   \
-      [WEFT_AVG] = reduce_##sfx##_sum,                                    \
-  },
-
-static const kern_reduce_fn table[WEFT_NUM_DTYPES][WEFT_NUM_OPS] = {
-    KERN_INT_DTYPES(TABLE_ROW) KERN_FLOAT_DTYPES(TABLE_ROW)};
-
-kern_reduce_fn kern_reduce_lookup(weft_dtype_t dtype, weft_op_t op) {
-  /* Through unsigned so that a negative value (a cast from a bad int) is out of range too. */
-  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
-  return table[dtype][op];
+kern_isa_t kern_isa_best(void) {
+#if KERN_HAVE_AVX2
+  /* libgcc's CPU model, filled by a constructor before main: AVX2 in the CPU and its registers
+   * saved by the OS (XCR0), as an AVX2 loop needs. */
+  if (__builtin_cpu_supports("avx2")) return KERN_ISA_AVX2;
+#endif
+  return KERN_ISA_BASE;
 }
 
-#define COPY_TABLE_ROW(sfx, DTYPE, ...)                                             \
-  [DTYPE] = {                                                                       \
-      [WEFT_SUM] = reduce_copy_##sfx##_sum, [WEFT_PROD] = reduce_copy_##sfx##_prod, \
-      [WEFT_MIN] = reduce_copy_##sfx##_min, [WEFT_MAX] = reduce_copy_##sfx##_max,   \
-      [WEFT_AVG] = reduce_copy_##sfx##_sum,                                         \
-  },
+const char *kern_isa_name(kern_isa_t isa) {
+  switch (isa) {
+    case KERN_ISA_BASE:
+      return "baseline";
+    case KERN_ISA_AVX2:
+      return "avx2";
+    case KERN_NUM_ISAS:
+      break;
+  }
+  return "unknown";
+}
 
-static const kern_reduce_copy_fn copy_table[WEFT_NUM_DTYPES][WEFT_NUM_OPS] = {
-    KERN_INT_DTYPES(COPY_TABLE_ROW) KERN_FLOAT_DTYPES(COPY_TABLE_ROW)};
+/* The tables of `isa`, or NULL where this build or this CPU has not got it. */
+static const kern_reduce_fn (*reduce_table(kern_isa_t isa))[WEFT_NUM_OPS] {
+  if (isa == KERN_ISA_BASE) return kern_reduce_table_base;
+#if KERN_HAVE_AVX2
+  if (isa == KERN_ISA_AVX2 && kern_isa_best() >= KERN_ISA_AVX2) return kern_reduce_table_avx2;
+#endif
+  return NULL;
+}
+
+static const kern_reduce_copy_fn (*reduce_copy_table(kern_isa_t isa))[WEFT_NUM_OPS] {
+  if (isa == KERN_ISA_BASE) return kern_reduce_copy_table_base;
+#if KERN_HAVE_AVX2
+  if (isa == KERN_ISA_AVX2 && kern_isa_best() >= KERN_ISA_AVX2) return kern_reduce_copy_table_avx2;
+#endif
+  return NULL;
+}
+
+kern_reduce_fn kern_reduce_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op) {
+  /* Through unsigned so that a negative value (a cast from a bad int) is out of range too. */
+  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
+  const kern_reduce_fn(*t)[WEFT_NUM_OPS] = reduce_table(isa);
+  return t ? t[dtype][op] : NULL;
+}
+
+kern_reduce_copy_fn kern_reduce_copy_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op) {
+  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
+  const kern_reduce_copy_fn(*t)[WEFT_NUM_OPS] = reduce_copy_table(isa);
+  return t ? t[dtype][op] : NULL;
+}
+
+kern_reduce_fn kern_reduce_lookup(weft_dtype_t dtype, weft_op_t op) {
+  return kern_reduce_lookup_isa(kern_isa_best(), dtype, op);
+}
 
 kern_reduce_copy_fn kern_reduce_copy_lookup(weft_dtype_t dtype, weft_op_t op) {
-  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
-  return copy_table[dtype][op];
+  return kern_reduce_copy_lookup_isa(kern_isa_best(), dtype, op);
 }
 
 weft_result_t kern_reduce(void *dst, const void *a, const void *b, size_t n, weft_dtype_t dtype,
@@ -134,7 +111,7 @@ weft_result_t kern_reduce(void *dst, const void *a, const void *b, size_t n, wef
     return WEFT_ERR(WEFT_ERR_INVALID_ARGUMENT, "reduce: NULL buffer for %zu elements of dtype %d",
                     n, (int)dtype);
   }
-  table[dtype][op](dst, a, b, n);
+  kern_reduce_lookup(dtype, op)(dst, a, b, n);
   return WEFT_SUCCESS;
 }
 

@@ -18,8 +18,26 @@ extern "C" {
  * a NaN in either operand the result is b (like SSE's minps/maxps). */
 typedef void (*kern_reduce_fn)(void *dst, const void *a, const void *b, size_t n);
 
-/* NULL when dtype or op is out of range. */
+/* NULL when dtype or op is out of range. The widest instruction set's loop (kern_isa_best). */
 kern_reduce_fn kern_reduce_lookup(weft_dtype_t dtype, weft_op_t op);
+
+/* The instruction sets the loops are compiled for, narrowest first. Every one computes the same
+ * bits (the same C, no FMA); they differ in vector width only. */
+typedef enum {
+  KERN_ISA_BASE, /* the architecture's baseline (SSE2 on x86-64) */
+  KERN_ISA_AVX2, /* x86-64 with AVX2 */
+  KERN_NUM_ISAS,
+} kern_isa_t;
+
+/* The widest instruction set this build has loops for and this CPU runs. */
+kern_isa_t kern_isa_best(void);
+
+/* "baseline", "avx2". */
+const char *kern_isa_name(kern_isa_t isa);
+
+/* The loop of one instruction set: NULL when dtype or op is out of range, or when this build or
+ * this CPU has not got `isa` (tests compare every one against the baseline). */
+kern_reduce_fn kern_reduce_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op);
 
 /* dst[i] = (a[i] + b[i]) / nranks: the last step of an average. Floats: a true division; fp16/bf16
  * add and divide in float and round once at the end. Integers: the wrapping sum divided with C's
@@ -44,13 +62,18 @@ void kern_premul(void *dst, const void *src, size_t n, weft_dtype_t dtype, const
  *
  * dst[i] = dst2[i] = a[i] op b[i] for i < n: one read of each input, two writes. Every result is
  * bit for bit the one kern_reduce_lookup(dtype, op) gives (same wrapping, rounding and NaN rules;
- * the same loop body, see kernels/reduce.c). Aliasing: dst is disjoint from a, b and dst2 (it is a
- * transport slot; the loops declare it `restrict`). dst2 may be exactly a or b (in place: the
- * output buffer is the caller's input) but must not partially overlap them. n == 0: no access. */
+ * the same loop body, see kernels/reduce.c), except the payload of a sum or product of two NaNs,
+ * which is either input's (the compiler may swap a commutative instruction's operands). Aliasing:
+ * dst is disjoint from a, b and dst2 (it is a transport slot; the loops declare it `restrict`).
+ * dst2 may be exactly a or b (in place: the output buffer is the caller's input) but must not
+ * partially overlap them. n == 0: no access. */
 typedef void (*kern_reduce_copy_fn)(void *dst, void *dst2, const void *a, const void *b, size_t n);
 
 /* NULL when dtype or op is out of range. WEFT_AVG adds, as in kern_reduce_lookup. */
 kern_reduce_copy_fn kern_reduce_copy_lookup(weft_dtype_t dtype, weft_op_t op);
+
+/* As kern_reduce_lookup_isa, for the reduce-copy loops. */
+kern_reduce_copy_fn kern_reduce_copy_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op);
 
 /* dst[i] = dst2[i] = (a[i] + b[i]) / nranks: kern_reduce_avg_final with a second destination, bit
  * for bit the same results and requirements (nranks >= 1; an unknown dtype is a no-op). Aliasing as

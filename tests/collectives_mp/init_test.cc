@@ -109,6 +109,10 @@ TEST(Debug, LevelTwoPrintsSetupAndEveryCollective) {
         if (text.find(setup) == std::string::npos || text.find("count 1000 int32 sum root -1 algo") ==
                                                          std::string::npos)
           return "stderr lacks the debug lines: " + text;
+        // The setup line names the reduction loops' instruction set.
+        if (text.find("host reductions baseline;") == std::string::npos &&
+            text.find("host reductions avx2;") == std::string::npos)
+          return "the setup line lacks the host reductions: " + text;
         return "";
       },
       60000);

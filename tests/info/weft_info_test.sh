@@ -81,6 +81,10 @@ assert env["did_you_mean"] == [], env  # WEFT_FOO is near no knob
 badknob = {k["name"]: k for k in bad["knobs"]}["WEFT_TIMEOUT_MS"]
 assert "not an integer" in badknob["error"] and "value" not in badknob, badknob
 
+# The reduction loops' widest copy that this CPU runs (kernels/reduce_avx2.c).
+cpu_avx2 = re.search(r"^flags\s*:.*\bavx2\b", open("/proc/cpuinfo").read(), re.M) is not None
+assert d["build"]["host_reductions"] == ("avx2" if cpu_avx2 else "baseline"), d["build"]
+
 a = d["algorithms"]
 assert a["ranks"] == 4 and a["transport"] == "shm" and a["collective"] == "all_reduce", a
 assert [c["size"] for c in a["choices"]] == ["1 KiB", "1 MiB", "256 MiB"], a

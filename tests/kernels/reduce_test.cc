@@ -146,7 +146,8 @@ uint16_t RandomSmall(ref::Format fmt, std::mt19937_64 &rng, size_t i) {
   }
 }
 
-using Param = std::tuple<weft_dtype_t, weft_op_t, size_t, Placement>;
+// The instruction set's loop is checked on its own (skipped where this CPU has not got it).
+using Param = std::tuple<weft_dtype_t, weft_op_t, size_t, Placement, kern_isa_t>;
 
 class ReduceTest : public ::testing::TestWithParam<Param> {
  protected:
@@ -158,6 +159,10 @@ class ReduceTest : public ::testing::TestWithParam<Param> {
     weft_op_t op = std::get<1>(GetParam());
     size_t n = std::get<2>(GetParam());
     Placement placement = std::get<3>(GetParam());
+    kern_isa_t isa = std::get<4>(GetParam());
+    kern_reduce_fn fn = kern_reduce_lookup_isa(isa, dtype, op);
+    if (!fn && isa != KERN_ISA_BASE) GTEST_SKIP() << "this CPU has no " << kern_isa_name(isa);
+    ASSERT_NE(fn, nullptr);
     std::mt19937_64 rng(n * 131 + (size_t)dtype * 7 + (size_t)op);
 
     std::vector<T> a(n + 1), b(n + 1), want(n);
@@ -179,8 +184,6 @@ class ReduceTest : public ::testing::TestWithParam<Param> {
     const T *pa = placement == kInPlaceA ? dst : a.data();
     const T *pb = placement == kInPlaceB ? dst : b.data();
 
-    kern_reduce_fn fn = kern_reduce_lookup(dtype, op);
-    ASSERT_NE(fn, nullptr);
     fn(dst, pa, pb, n);
 
     int bad = 0;
@@ -260,7 +263,8 @@ std::string ParamName(const ::testing::TestParamInfo<Param> &info) {
   static const char *const ops[] = {"sum", "prod", "min", "max", "avg"};
   static const char *const places[] = {"out", "inplace_a", "inplace_b"};
   return std::string(dtypes[std::get<0>(info.param)]) + "_" + ops[std::get<1>(info.param)] + "_n" +
-         std::to_string(std::get<2>(info.param)) + "_" + places[std::get<3>(info.param)];
+         std::to_string(std::get<2>(info.param)) + "_" + places[std::get<3>(info.param)] + "_" +
+         kern_isa_name(std::get<4>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -270,7 +274,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          WEFT_FLOAT64, WEFT_FLOAT8_E4M3, WEFT_FLOAT8_E5M2),
                        ::testing::Values(WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG),
                        ::testing::ValuesIn(kSizes),
-                       ::testing::Values(kOutOfPlace, kInPlaceA, kInPlaceB)),
+                       ::testing::Values(kOutOfPlace, kInPlaceA, kInPlaceB),
+                       ::testing::Values(KERN_ISA_BASE, KERN_ISA_AVX2)),
     ParamName);
 
 // A few results written out by hand, so that a reference that shares a mistake with the kernels
@@ -362,6 +367,73 @@ TEST(ReduceLookupTest, CoversEveryDtypeAndOp) {
     EXPECT_NE(kern_reduce_lookup((weft_dtype_t)d, WEFT_MIN),
               kern_reduce_lookup((weft_dtype_t)d, WEFT_MAX));
   }
+}
+
+// The lookups take the widest instruction set the CPU has, and a narrower one is still there.
+TEST(ReduceLookupTest, TakesTheWidestIsaThisCpuHas) {
+#if defined(__x86_64__)
+  EXPECT_EQ(kern_isa_best(), __builtin_cpu_supports("avx2") ? KERN_ISA_AVX2 : KERN_ISA_BASE);
+#endif
+  for (int d = 0; d < WEFT_NUM_DTYPES; d++)
+    for (int o = 0; o < WEFT_NUM_OPS; o++) {
+      weft_dtype_t dt = (weft_dtype_t)d;
+      weft_op_t op = (weft_op_t)o;
+      EXPECT_EQ(kern_reduce_lookup(dt, op), kern_reduce_lookup_isa(kern_isa_best(), dt, op));
+      EXPECT_EQ(kern_reduce_copy_lookup(dt, op),
+                kern_reduce_copy_lookup_isa(kern_isa_best(), dt, op));
+      EXPECT_NE(kern_reduce_lookup_isa(KERN_ISA_BASE, dt, op), nullptr);
+      if (kern_isa_best() > KERN_ISA_BASE)
+        EXPECT_NE(kern_reduce_lookup_isa(KERN_ISA_BASE, dt, op), kern_reduce_lookup(dt, op));
+    }
+  EXPECT_EQ(kern_reduce_lookup_isa(KERN_NUM_ISAS, WEFT_FLOAT32, WEFT_SUM), nullptr);
+  EXPECT_STREQ(kern_isa_name(KERN_ISA_BASE), "baseline");
+  EXPECT_STREQ(kern_isa_name(KERN_ISA_AVX2), "avx2");
+}
+
+// Every instruction set writes the baseline's bits: random bit patterns of every dtype (NaNs with
+// payloads, infinities, subnormals, negative zeros included), lengths around each vector width,
+// misaligned by one element, in place and not.
+TEST(ReduceIsaTest, EveryIsaWritesTheBaselinesBits) {
+  std::mt19937_64 rng(20261129);
+  for (int isa = KERN_ISA_BASE + 1; isa < KERN_NUM_ISAS; isa++)
+    for (int d = 0; d < WEFT_NUM_DTYPES; d++)
+      for (int o = 0; o < WEFT_NUM_OPS; o++) {
+        weft_dtype_t dt = (weft_dtype_t)d;
+        weft_op_t op = (weft_op_t)o;
+        kern_reduce_fn wide = kern_reduce_lookup_isa((kern_isa_t)isa, dt, op);
+        kern_reduce_copy_fn wide_copy = kern_reduce_copy_lookup_isa((kern_isa_t)isa, dt, op);
+        if (!wide) GTEST_SKIP() << "this CPU has no " << kern_isa_name((kern_isa_t)isa);
+        kern_reduce_fn base = kern_reduce_lookup_isa(KERN_ISA_BASE, dt, op);
+        kern_reduce_copy_fn base_copy = kern_reduce_copy_lookup_isa(KERN_ISA_BASE, dt, op);
+        // Element sizes in weft_dtype_t's order (the kernels link without the library).
+        static const size_t kSize[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+        static_assert(sizeof kSize / sizeof kSize[0] == WEFT_NUM_DTYPES, "a size per dtype");
+        size_t es = kSize[d];
+        for (size_t n : {1, 15, 16, 17, 31, 33, 63, 65, 257, 1023}) {
+          std::vector<unsigned char> a((n + 1) * es), b((n + 1) * es);
+          for (auto &x : a) x = (unsigned char)rng();
+          for (auto &x : b) x = (unsigned char)rng();
+          // Which payload a sum or product of two NaNs carries is the compiler's choice
+          // (kernels/reduce.h): where both inputs are NaNs, b's becomes a zero.
+          for (size_t i = 0; i <= n; i++)
+            if (ref::is_nan_elem(dt, &a[i * es]) && ref::is_nan_elem(dt, &b[i * es]))
+              std::memset(&b[i * es], 0, es);
+          const unsigned char *pa = a.data() + es;  // one element off the allocation's alignment
+          const unsigned char *pb = b.data() + es;
+          std::vector<unsigned char> want(n * es), got(n * es), got2(n * es), want2(n * es);
+          base(want.data(), pa, pb, n);
+          wide(got.data(), pa, pb, n);
+          EXPECT_EQ(got, want) << kern_isa_name((kern_isa_t)isa) << " dtype " << d << " op " << o
+                               << " n " << n;
+          std::vector<unsigned char> inplace(pa, pa + n * es);
+          wide(inplace.data(), inplace.data(), pb, n);
+          EXPECT_EQ(inplace, want) << "in place, dtype " << d << " op " << o << " n " << n;
+          base_copy(want.data(), want2.data(), pa, pb, n);
+          wide_copy(got.data(), got2.data(), pa, pb, n);
+          EXPECT_EQ(got, want) << "reduce-copy, dtype " << d << " op " << o << " n " << n;
+          EXPECT_EQ(got2, want2) << "reduce-copy's second, dtype " << d << " op " << o;
+        }
+      }
 }
 
 TEST(ReduceLookupTest, OutOfRangeIsNull) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "include/weft.h"
+
 namespace ref {
 
 // A small IEEE-style binary format: `mant_bits` stored mantissa bits, exponent bias `bias`,
@@ -82,6 +84,30 @@ inline bool is_nan(Fp8 fmt, uint8_t b) {
   int mant = b & ((1 << fmt.mant_bits) - 1);
   if (fmt.has_inf) return exp == (0x7f >> fmt.mant_bits) && mant != 0;
   return (b & 0x7f) == 0x7f;
+}
+
+// Whether the element of weft dtype `dtype` at p is a NaN (never for integers).
+inline bool is_nan_elem(weft_dtype_t dtype, const void *p) {
+  uint8_t b = 0;
+  uint16_t h = 0;
+  float f = 0;
+  double d = 0;
+  switch (dtype) {
+    case WEFT_FLOAT16:
+      return std::memcpy(&h, p, 2), is_nan(kHalf, h);
+    case WEFT_BFLOAT16:
+      return std::memcpy(&h, p, 2), is_nan(kBf16, h);
+    case WEFT_FLOAT32:
+      return std::memcpy(&f, p, 4), std::isnan(f);
+    case WEFT_FLOAT64:
+      return std::memcpy(&d, p, 8), std::isnan(d);
+    case WEFT_FLOAT8_E4M3:
+      return std::memcpy(&b, p, 1), is_nan(kE4m3, b);
+    case WEFT_FLOAT8_E5M2:
+      return std::memcpy(&b, p, 1), is_nan(kE5m2, b);
+    default:
+      return false;
+  }
 }
 
 inline bool is_inf(Fp8 fmt, uint8_t b) {

@@ -8,6 +8,7 @@
 #include "collectives/cost_constants.h"
 #include "comm/comm.h"
 #include "common/spin.h"
+#include "kernels/reduce.h"
 #include "tools/info/fatbin.h"
 #include "tools/info/info.h"
 #include "transport/ibv_wrap.h"
@@ -33,6 +34,8 @@ void info_build(emit_t *e) {
     emit_strf(e, "cuda_targets_error", "%s", targets);
   emit_bool(e, "verbs", IBVW_HAVE_VERBS);
   emit_str(e, "compiler", __VERSION__);
+  /* The widest copy of the reduction loops this CPU runs (kernels/reduce_avx2.c). */
+  emit_str(e, "host_reductions", kern_isa_name(kern_isa_best()));
 #ifdef __OPTIMIZE__
   emit_bool(e, "optimized", 1);
 #else
