@@ -30,6 +30,9 @@
 #include "kernels/reduce.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "common/error.h"
 
@@ -40,9 +43,11 @@
 
 kern_isa_t kern_isa_best(void) {
 #if KERN_HAVE_AVX2
-  /* libgcc's CPU model, filled by a constructor before main: AVX2 in the CPU and its registers
-   * saved by the OS (XCR0), as an AVX2 loop needs. */
-  if (__builtin_cpu_supports("avx2")) return KERN_ISA_AVX2;
+  /* AVX2 from the compiler's CPU model (filled before main; it also checks that the OS saves the
+   * registers), F16C from CPUID leaf 1 (not every compiler's model names it). */
+  unsigned eax, ebx, ecx, edx;
+  if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
+    return KERN_ISA_AVX2;
 #endif
   return KERN_ISA_BASE;
 }

@@ -25,7 +25,7 @@ kern_reduce_fn kern_reduce_lookup(weft_dtype_t dtype, weft_op_t op);
  * bits (the same C, no FMA); they differ in vector width only. */
 typedef enum {
   KERN_ISA_BASE, /* the architecture's baseline (SSE2 on x86-64) */
-  KERN_ISA_AVX2, /* x86-64 with AVX2 */
+  KERN_ISA_AVX2, /* x86-64 with AVX2 and F16C (float16 converts in hardware) */
   KERN_NUM_ISAS,
 } kern_isa_t;
 

@@ -65,8 +65,23 @@
   L(sfx##_max, T, TO_W(x) > TO_W(y) ? x : y)
 
 #define INT_LOOPS(sfx, DTYPE, T, W) INT_OPS(LOOP, sfx, T, W) INT_OPS(COPY_LOOP, sfx, T, W)
-#define FLOAT_LOOPS(sfx, DTYPE, T, W, TO_W, FROM_W) \
+#define GENERIC_FLOAT_LOOPS(sfx, DTYPE, T, W, TO_W, FROM_W) \
   FLOAT_OPS(LOOP, sfx, T, TO_W, FROM_W) FLOAT_OPS(COPY_LOOP, sfx, T, TO_W, FROM_W)
+
+/* An includer with its own loops for float16 (reduce_avx2.c: the F16C conversions) defines them,
+ * reduce_float16_<op> and reduce_copy_float16_<op>, before including this file, and
+ * REDUCE_OWN_FLOAT16. */
+#ifdef REDUCE_OWN_FLOAT16
+#define LOOPS_FOR_float16(...)
+#else
+#define LOOPS_FOR_float16 GENERIC_FLOAT_LOOPS
+#endif
+#define LOOPS_FOR_bfloat16 GENERIC_FLOAT_LOOPS
+#define LOOPS_FOR_float32 GENERIC_FLOAT_LOOPS
+#define LOOPS_FOR_float64 GENERIC_FLOAT_LOOPS
+#define LOOPS_FOR_float8_e4m3 GENERIC_FLOAT_LOOPS
+#define LOOPS_FOR_float8_e5m2 GENERIC_FLOAT_LOOPS
+#define FLOAT_LOOPS(sfx, ...) LOOPS_FOR_##sfx(sfx, __VA_ARGS__)
 
 KERN_INT_DTYPES(INT_LOOPS)
 KERN_FLOAT_DTYPES(FLOAT_LOOPS)
