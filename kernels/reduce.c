@@ -29,6 +29,7 @@
  */
 #include "kernels/reduce.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -41,15 +42,29 @@
 #define REDUCE_COPY_TABLE kern_reduce_copy_table_base
 #include "kernels/reduce_loops.h"
 
-kern_isa_t kern_isa_best(void) {
+/* What this CPU runs, asked of the CPU itself. */
+static kern_isa_t isa_detect(void) {
 #if KERN_HAVE_AVX2
-  /* AVX2 from the compiler's CPU model (filled before main; it also checks that the OS saves the
-   * registers), F16C from CPUID leaf 1 (not every compiler's model names it). */
+  /* AVX2 from the compiler's CPU model (it also checks that the OS saves the registers), F16C from
+   * CPUID leaf 1 (not every compiler's model names it). */
   unsigned eax, ebx, ecx, edx;
   if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
     return KERN_ISA_AVX2;
 #endif
   return KERN_ISA_BASE;
+}
+
+kern_isa_t kern_isa_best(void) {
+  /* Asked once per process and remembered: the answer never changes, and a hypervisor traps CPUID
+   * (about 30 us per call on the 2-core VM: every collective paid it while the lookups asked the
+   * CPU each time). Threads that race here store the same value. */
+  static _Atomic int found = -1;
+  int isa = atomic_load_explicit(&found, memory_order_relaxed);
+  if (isa < 0) {
+    isa = (int)isa_detect();
+    atomic_store_explicit(&found, isa, memory_order_relaxed);
+  }
+  return (kern_isa_t)isa;
 }
 
 const char *kern_isa_name(kern_isa_t isa) {

@@ -29,7 +29,8 @@ typedef enum {
   KERN_NUM_ISAS,
 } kern_isa_t;
 
-/* The widest instruction set this build has loops for and this CPU runs. */
+/* The widest instruction set this build has loops for and this CPU runs (found once per process,
+ * then a load: cheap enough for every lookup). */
 kern_isa_t kern_isa_best(void);
 
 /* "baseline", "avx2". */
