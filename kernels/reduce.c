@@ -79,34 +79,34 @@ const char *kern_isa_name(kern_isa_t isa) {
   return "unknown";
 }
 
-/* The tables of `isa`, or NULL where this build or this CPU has not got it. */
-static const kern_reduce_fn (*reduce_table(kern_isa_t isa))[WEFT_NUM_OPS] {
-  if (isa == KERN_ISA_BASE) return kern_reduce_table_base;
+/* Each instruction set's tables, by kern_isa_t: those this build has (kern_isa_best never names
+ * another). */
+static const kern_reduce_fn (*const reduce_tables[KERN_NUM_ISAS])[WEFT_NUM_OPS] = {
+    [KERN_ISA_BASE] = kern_reduce_table_base,
 #if KERN_HAVE_AVX2
-  if (isa == KERN_ISA_AVX2 && kern_isa_best() >= KERN_ISA_AVX2) return kern_reduce_table_avx2;
+    [KERN_ISA_AVX2] = kern_reduce_table_avx2,
 #endif
-  return NULL;
-}
+};
+static const kern_reduce_copy_fn (*const copy_tables[KERN_NUM_ISAS])[WEFT_NUM_OPS] = {
+    [KERN_ISA_BASE] = kern_reduce_copy_table_base,
+#if KERN_HAVE_AVX2
+    [KERN_ISA_AVX2] = kern_reduce_copy_table_avx2,
+#endif
+};
 
-static const kern_reduce_copy_fn (*reduce_copy_table(kern_isa_t isa))[WEFT_NUM_OPS] {
-  if (isa == KERN_ISA_BASE) return kern_reduce_copy_table_base;
-#if KERN_HAVE_AVX2
-  if (isa == KERN_ISA_AVX2 && kern_isa_best() >= KERN_ISA_AVX2) return kern_reduce_copy_table_avx2;
-#endif
-  return NULL;
+/* Whether `isa` runs on this CPU and (dtype, op) is in range. Through unsigned so that a negative
+ * value (a cast from a bad int) is out of range too. */
+static int usable(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op) {
+  return (unsigned)isa <= (unsigned)kern_isa_best() && (unsigned)dtype < WEFT_NUM_DTYPES &&
+         (unsigned)op < WEFT_NUM_OPS;
 }
 
 kern_reduce_fn kern_reduce_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op) {
-  /* Through unsigned so that a negative value (a cast from a bad int) is out of range too. */
-  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
-  const kern_reduce_fn(*t)[WEFT_NUM_OPS] = reduce_table(isa);
-  return t ? t[dtype][op] : NULL;
+  return usable(isa, dtype, op) ? reduce_tables[isa][dtype][op] : NULL;
 }
 
 kern_reduce_copy_fn kern_reduce_copy_lookup_isa(kern_isa_t isa, weft_dtype_t dtype, weft_op_t op) {
-  if ((unsigned)dtype >= WEFT_NUM_DTYPES || (unsigned)op >= WEFT_NUM_OPS) return NULL;
-  const kern_reduce_copy_fn(*t)[WEFT_NUM_OPS] = reduce_copy_table(isa);
-  return t ? t[dtype][op] : NULL;
+  return usable(isa, dtype, op) ? copy_tables[isa][dtype][op] : NULL;
 }
 
 kern_reduce_fn kern_reduce_lookup(weft_dtype_t dtype, weft_op_t op) {
