@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "kernels/reduce.h"
+#include "kernels/stream.h"
 
 #define HDR_BYTES CALL_DESC_BYTES
 /* Over a transport with desc_slot the description takes a whole slot: the description, then the
@@ -552,6 +553,7 @@ static weft_result_t post_desc_slot(run_t *r, stream_t *st, flight_t *f, int *po
   char *slot = NULL;
   *posted = 0;
   f->x.device = 0;
+  f->x.lend_part = 1; /* a description and at most a small message, written plainly */
   WEFT_CHECK(st->conn->ops->lend_send(st->conn, slot_bytes, &f->x, &slot));
   if (!slot) return WEFT_SUCCESS;
   const char *data = NULL;
@@ -791,6 +793,9 @@ static weft_result_t fused_lend(run_t *r, const flight_t *f, flight_t **sf, char
   if (!out_ready(out, op->fwd, f->slice)) return WEFT_SUCCESS;
   flight_t *e = &out->fifo[fifo_index(out, out->count)];
   e->x.device = r->device;
+  e->x.lend_part = 0;
+  e->x.lent_stream = 0; /* transports that never ask leave them */
+  e->x.time_fill = 0;
   WEFT_CHECK(out->conn->ops->lend_send(out->conn, n * r->esize, &e->x, slot));
   if (!*slot) return WEFT_SUCCESS;
   e->op = op->fwd;
@@ -848,6 +853,46 @@ static void fused_fill(run_t *r, const sched_op_t *op, size_t j, const char *in,
   if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += n * r->esize;
 }
 
+/* fused_fill into a slot the transport asked to have written with non-temporal stores
+ * (xfer_t.lent_stream): the result goes into buf (the copying kinds) or, a piece at a time, into
+ * a bounce that stays in the L1 cache, and from there into the slot with kern_copy_stream. */
+static void fused_fill_stream(run_t *r, const sched_op_t *op, size_t j, const char *in,
+                              char *slot) {
+  size_t first, n, es = r->esize;
+  slice_range(r, op, j, &first, &n);
+  char *dst = buf_base(r, op->buf) + (op->offset + first) * es;
+  const char *local = buf_base(r, op->src_buf) + (op->src_offset + first) * es;
+  int avg = op->final && r->desc->op == WEFT_AVG, nranks = r->ctx->nranks;
+  weft_dtype_t dt = r->desc->dtype;
+  switch (op->kind) {
+    case SCHED_RECV_REDUCE_SEND: {
+      _Alignas(64) char bounce[4096];
+      size_t per = sizeof bounce / es;
+      for (size_t k = 0; k < n; k += per) {
+        size_t m = n - k < per ? n - k : per;
+        if (avg)
+          kern_reduce_avg_final(bounce, local + k * es, in + k * es, m, dt, nranks);
+        else
+          r->reduce(bounce, local + k * es, in + k * es, m);
+        kern_copy_stream(slot + k * es, bounce, m * es);
+      }
+      return;
+    }
+    case SCHED_RECV_REDUCE_COPY_SEND:
+      if (avg)
+        kern_reduce_avg_final(dst, local, in, n, dt, nranks);
+      else
+        r->reduce(dst, local, in, n);
+      kern_copy_stream(slot, dst, n * es);
+      break;
+    default: /* SCHED_RECV_COPY_SEND */
+      if (dst != in) memcpy(dst, in, n * es);
+      kern_copy_stream(slot, in, n * es);
+      break;
+  }
+  if (op->buf == SCHED_RECVBUF) r->ctx->stats.recvbuf_bytes += n * es;
+}
+
 /* Host mode: retires received flight f (the head of st) through its fused step. *done = 0 when
  * the send side cannot take the slice yet: f stays at the head and is tried again later. */
 static weft_result_t fused_retire(run_t *r, stream_t *st, flight_t *f, int *done) {
@@ -861,7 +906,14 @@ static weft_result_t fused_retire(run_t *r, stream_t *st, flight_t *f, int *done
   if (r->ctx->trace) trace_retire(r->ctx->trace, st->peer, 0, st->head);
   const char *in =
       recv_in_place(st) ? f->x.data : st->staging + (size_t)st->head * r->slice_elems * r->esize;
-  fused_fill(r, op, f->slice, in, slot);
+  int64_t t0 = sf->x.time_fill ? clock_now_ns() : 0; /* the transport weighs its slot kinds */
+  if (sf->x.lent_stream) {
+    fused_fill_stream(r, op, f->slice, in, slot);
+    r->ctx->stats.streamed_slices++;
+  } else {
+    fused_fill(r, op, f->slice, in, slot);
+  }
+  if (t0) sf->x.fill_ns = clock_now_ns() - t0;
   size_t first, n;
   slice_range(r, op, f->slice, &first, &n);
   WEFT_CHECK(out->conn->ops->commit_send(out->conn, &sf->x));

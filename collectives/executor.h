@@ -45,6 +45,7 @@ typedef struct {
   uint64_t recvbuf_bytes; /* written into the caller's output: receives, reductions, copies */
   uint64_t slot_bytes;    /* written into memory the peers read: every message sent */
   uint64_t fused_slices;  /* slices that went through a fused step */
+  uint64_t streamed_slices; /* of those, written into a slot with non-temporal stores */
   uint64_t messages;      /* messages sent, call descriptions included */
   uint64_t deepest;       /* the most messages one stream had posted and not retired at once */
   uint64_t plans_reused;  /* calls that ran on their kept schedule's layout (exec_ctx_t.plan) */

@@ -49,8 +49,10 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/spin.h"
+#include "kernels/stream.h"
 #include "transport/shm_cma.h"
 #include "transport/shm_ring.h"
+#include "transport/shm_stream.h"
 #include "transport/transport.h"
 #include "transport/xfer_queue.h"
 
@@ -108,6 +110,12 @@ typedef struct {
   uint64_t acked;     /* every outgoing slot before this no longer needs our buffers */
   shm_ack_t *acks;    /* nslots entries: messages waiting for `acked`, oldest first */
   int ack_first, ack_count;
+  int stream_mode;           /* WEFT_SHM_STREAM (shm_stream.h) */
+  int stream_preferred;      /* 1: our large slots go streamed (but for probes) */
+  int64_t stream_probe_ns;   /* when an outgoing slot of the kind not preferred last went */
+  shm_stream_timer_t writes; /* how long our large slots take us to write, per kind */
+  shm_stream_timer_t reads;  /* how long the peer's take us to bring over, per kind */
+  int last_in_streamed;      /* the kind of the last incoming slot */
 } shm_conn_t;
 
 static uint64_t probe_word(uint64_t comm_id, int pid) {
@@ -281,6 +289,7 @@ static weft_result_t shm_connect_any(transport_t *base, int peer, const void *pe
   c->out = c->seg.ring[c->side];
   c->in = c->seg.ring[1 - c->side];
   c->single_copy = t->cfg->shm_single_copy_bytes;
+  c->stream_mode = t->cfg->shm_stream;
   probe_peer(c, a.probe);
   *out = &c->base;
   return WEFT_SUCCESS;
@@ -303,6 +312,65 @@ static void publish_plain(shm_conn_t *c) {
 /* Publishes outgoing slot i, the next in the stream, once everything else about it is written. */
 static void publish(shm_conn_t *c, size_t i) {
   atomic_store_explicit(&c->seg.hdr[c->side][i].seq, ++c->head, memory_order_release);
+}
+
+/* Whether the next outgoing slot, of k bytes, is written with non-temporal stores: the kind we
+ * prefer, or the other once per SHM_STREAM_PROBE_NS (shm_stream.h). *timed: its write is timed
+ * (every probe, one in SHM_STREAM_SAMPLE of the rest). */
+static int stream_next(shm_conn_t *c, size_t k, int *timed) {
+  *timed = 0;
+  if (c->stream_mode != SHM_STREAM_AUTO || k < SHM_STREAM_MIN_BYTES)
+    return shm_stream_pick(c->stream_mode, 0, k, 0, &c->stream_probe_ns);
+  int streamed =
+      shm_stream_pick(c->stream_mode, c->stream_preferred, k, clock_now_ns(), &c->stream_probe_ns);
+  *timed = streamed != c->stream_preferred || c->head % SHM_STREAM_SAMPLE == 0;
+  return streamed;
+}
+
+/* Counts the timed write of an outgoing slot of k bytes; with a renewed measure, chooses again
+ * from ours and the peer's. */
+static void note_write(shm_conn_t *c, int streamed, size_t k, int64_t ns) {
+  if (!shm_stream_note(&c->writes, streamed, k, ns)) return;
+  int64_t read[2] = {atomic_load_explicit(&c->out->read_ns[0], memory_order_relaxed),
+                     atomic_load_explicit(&c->out->read_ns[1], memory_order_relaxed)};
+  int was = c->stream_preferred;
+  c->stream_preferred = shm_stream_better(read, c->writes.measure, was);
+  if (c->stream_preferred != was && c->t->cfg->debug >= 2)
+    fprintf(stderr,
+            "weft rank %d: shm: large slots to rank %d now written %s (us per 64 KiB: plain "
+            "%.1f to write + %.1f to read, non-temporal %.1f + %.1f)\n",
+            c->t->rank, c->base.peer, c->stream_preferred ? "with non-temporal stores" : "plainly",
+            (double)c->writes.measure[0] / 1000, (double)read[0] / 1000,
+            (double)c->writes.measure[1] / 1000, (double)read[1] / 1000);
+}
+
+/* Whether bringing over incoming slot i, of k bytes, is timed: every slot of another kind than
+ * the one before it (the writer's probes, and each change), one in SHM_STREAM_SAMPLE of the
+ * rest. */
+static int stream_timed(shm_conn_t *c, size_t i, size_t k) {
+  uint32_t how = c->seg.hdr[1 - c->side][i].written;
+  if (c->stream_mode != SHM_STREAM_AUTO || k < SHM_STREAM_MIN_BYTES || how == SHM_WRITTEN_PART)
+    return 0;
+  int streamed = how == SHM_WRITTEN_STREAMED, was = c->last_in_streamed;
+  c->last_in_streamed = streamed;
+  return streamed != was || c->rcur % SHM_STREAM_SAMPLE == 0;
+}
+
+/* Brings the k bytes at p into this core's cache, one load per line, and returns how long that
+ * took: how fast the slot's lines come over from where its writer left them, apart from whatever
+ * the receive does with them next (which then finds them in the cache). */
+static int64_t touch_ns(const char *p, size_t k) {
+  int64_t t0 = clock_now_ns();
+  for (size_t o = 0; o < k; o += 64) (void)*(const volatile char *)(p + o);
+  return clock_now_ns() - t0;
+}
+
+/* Counts the timed read of incoming slot i (k bytes); a renewed measure goes to the writer. */
+static void note_read(shm_conn_t *c, size_t i, size_t k, int64_t ns) {
+  int streamed = c->seg.hdr[1 - c->side][i].written == SHM_WRITTEN_STREAMED;
+  if (!shm_stream_note(&c->reads, streamed, k, ns)) return;
+  atomic_store_explicit(&c->in->read_ns[streamed], c->reads.measure[streamed],
+                        memory_order_relaxed);
 }
 
 /* Whether `taken` outgoing slots leave one free. The peer's tail is read only when our last look
@@ -375,6 +443,12 @@ static weft_result_t shm_lend_send(conn_t *base, size_t len, xfer_t *x, char **s
   size_t i = (size_t)(c->lent++ % n);
   c->seg.hdr[c->side][i].len = (uint32_t)len; /* read by the peer only once published */
   atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_BYTES, memory_order_relaxed);
+  x->time_fill = 0;
+  x->fill_ns = 0;
+  x->lent_stream = x->lend_part ? 0 : stream_next(c, len, &x->time_fill);
+  c->seg.hdr[c->side][i].written = x->lend_part     ? SHM_WRITTEN_PART
+                                   : x->lent_stream ? SHM_WRITTEN_STREAMED
+                                                    : SHM_WRITTEN_PLAIN;
   x->complete = 0;
   x->parts_left = 1;
   x->data = c->seg.data[c->side] + i * c->seg.slot_bytes;
@@ -387,6 +461,9 @@ static weft_result_t shm_commit_send(conn_t *base, xfer_t *x) {
   size_t i = (size_t)(c->head % (uint64_t)c->seg.nslots);
   if (c->head >= c->lent || x->data != c->seg.data[c->side] + i * c->seg.slot_bytes)
     return WEFT_ERR(WEFT_ERR_INTERNAL, "shm commit to rank %d out of lending order", base->peer);
+  if (x->time_fill && x->fill_ns > 0)
+    note_write(c, x->lent_stream, c->seg.hdr[c->side][i].len, x->fill_ns);
+  x->time_fill = 0;
   publish(c, i);
   shm_bell_ring(c->peer_bell);
   x->data = NULL;
@@ -439,9 +516,19 @@ static void send_progress(shm_conn_t *c, int *progressed) {
     if (describe(c, p->owner, k)) {
       c->seg.hdr[c->side][i].addr = (uint64_t)(uintptr_t)p->ptr;
       atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_DESC, memory_order_relaxed);
+      /* If we copy it into the slot after all (take_back), plainly; the receiver times only the
+       * slots it finds written. */
+      c->seg.hdr[c->side][i].written = SHM_WRITTEN_PLAIN;
       c->described = 1;
     } else {
-      memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
+      int timed, streamed = stream_next(c, k, &timed);
+      int64_t t0 = timed ? clock_now_ns() : 0;
+      if (streamed)
+        kern_copy_stream(c->seg.data[c->side] + i * slot, p->ptr, k);
+      else
+        memcpy(c->seg.data[c->side] + i * slot, p->ptr, k);
+      if (t0) note_write(c, streamed, k, clock_now_ns() - t0);
+      c->seg.hdr[c->side][i].written = streamed ? SHM_WRITTEN_STREAMED : SHM_WRITTEN_PLAIN;
       atomic_store_explicit(&c->seg.hdr[c->side][i].mode, SHM_SLOT_BYTES, memory_order_relaxed);
     }
     c->seg.hdr[c->side][i].len = (uint32_t)k;
@@ -580,12 +667,15 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
       break;
     }
     int where = 2; /* the bytes are in the slot */
+    int timed = stream_timed(c, i, k); /* a slot the peer wrote (not a described one) */
     if (!slot_done(atomic_load_explicit(&c->seg.hdr[1 - c->side][i].mode, memory_order_acquire))) {
+      timed = 0;
       char *dst = p->ptr ? p->ptr : (char *)data + i * slot;
       WEFT_CHECK(read_described(c, i, dst, k, !p->ptr, &where));
       if (!where) break;
       if (!p->ptr) where = 2;
     }
+    if (timed) note_read(c, i, k, touch_ns(data + i * slot, k));
     c->rcur++;
     *progressed = 1;
     if (!p->ptr) { /* in place: the slot stays taken until release_recv */
@@ -594,7 +684,9 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
       publish_plain(c);
       continue;
     }
-    if (where == 2) memcpy(p->ptr, data + i * slot, k);
+    if (where == 2) {
+      memcpy(p->ptr, data + i * slot, k);
+    }
     p->ptr += k;
     p->left -= k;
     c->freed[i] = 1;

@@ -21,7 +21,7 @@
 
 #define SEG_MAGIC 0x5746534du /* "WFSM" */
 #define HDR_BYTES 64
-#define CTL_BYTES 128 /* an shm_ring_ctl_t: two cache lines */
+#define CTL_BYTES 192 /* an shm_ring_ctl_t: three cache lines */
 #define PAGE 4096
 
 /* The first HDR_BYTES of a pair segment. */

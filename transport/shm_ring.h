@@ -38,6 +38,10 @@ typedef struct {
   /* Written by the receiver too: every slot before it goes to a plain receive it posted already
    * (one that copies into its own buffer), so the sender may describe them (shm.c). */
   _Atomic uint64_t plain_end;
+  /* Written by the receiver: how long a large slot's lines take it to bring over, per kind
+   * (plain, streamed), in ns per 64 KiB, renewed every few slots; 0 until measured
+   * (shm_stream.h). Its own line: the sender reads it only when it renews its own measures. */
+  _Alignas(64) _Atomic int64_t read_ns[2];
 } shm_ring_ctl_t;
 
 enum { SHM_OPEN = 0, SHM_CLOSED = 1, SHM_ABORTED = 2 };
@@ -63,6 +67,10 @@ enum {
   SHM_SLOT_ASK = 6,
 };
 
+/* How the sender wrote a slot (shm_slot_hdr_t.written): plainly, with non-temporal stores, or
+ * only a small part of it, plainly (a call description): the receiver times the first two. */
+enum { SHM_WRITTEN_PLAIN = 0, SHM_WRITTEN_STREAMED = 1, SHM_WRITTEN_PART = 2 };
+
 /* shm_seg_t.can_read[s]: whether side s may read side 1-s's memory (its probe at connect). */
 enum { SHM_CMA_UNKNOWN = 0, SHM_CMA_YES = 1, SHM_CMA_NO = 2 };
 
@@ -76,6 +84,7 @@ typedef struct {
   uint32_t len;                /* bytes in the slot (cuda_ipc.c: with its device bit) */
   _Atomic uint32_t mode;       /* SHM_SLOT_* */
   uint64_t addr;               /* a DESC slot's bytes in the sender's memory */
+  uint32_t written;            /* SHM_WRITTEN_*: how (shm_stream.h) */
 } shm_slot_hdr_t;
 
 /* A mapped pair segment. Side 0 is the lower rank; ring[s] carries side s's messages. */

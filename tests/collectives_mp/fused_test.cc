@@ -28,7 +28,8 @@ struct Case {
   const char* transport;
   int nranks;
   bool in_place;
-  int steps;  // WEFT_FUSED_STEPS
+  int steps;        // WEFT_FUSED_STEPS
+  int stream = -1;  // WEFT_SHM_STREAM: 1 every shm slot written with non-temporal stores
   // Whether the steps run fused: 1 fuses into slots the peer reads (shm), 2 into TCP's too.
   bool fused() const { return steps == 2 || (steps == 1 && std::string(transport) == "shm"); }
 };
@@ -44,6 +45,7 @@ std::string check_bytes(const Case& c, int rank, int nranks, int port) {
   setenv("WEFT_TRANSPORT", c.transport, 1);
   setenv("WEFT_FUSED_STEPS", std::to_string(c.steps).c_str(), 1);
   setenv("WEFT_ALGO", "ring", 1);
+  setenv("WEFT_SHM_STREAM", std::to_string(c.stream).c_str(), 1);
   weft_comm_t* comm = nullptr;
   std::string err = join(rank, nranks, port, &comm);
   if (!err.empty()) return err;
@@ -78,6 +80,14 @@ std::string check_bytes(const Case& c, int rank, int nranks, int port) {
     err = "two-pass path wrote " + std::to_string(out_bytes) + " bytes of recvbuf, want " +
           std::to_string(want_slots);
   if (err.empty() && c.fused() != (fused > 0)) err = "fused slices: " + std::to_string(fused);
+  // Asked for non-temporal stores, the fused steps fill every slot they are lent with them; with
+  // 0, none; auto decides by measuring (transport/shm_stream.h), so nothing is fixed.
+  uint64_t streamed = after.streamed_slices - before.streamed_slices;
+  if (err.empty() && c.stream == 1 && streamed != fused)
+    err = std::to_string(streamed) + " of " + std::to_string(fused) +
+          " fused slices streamed, want all (WEFT_SHM_STREAM=1)";
+  if (err.empty() && c.stream == 0 && streamed != 0)
+    err = std::to_string(streamed) + " fused slices streamed with WEFT_SHM_STREAM=0";
   weft_comm_destroy(comm);
   return err.empty() ? "" : "rank " + std::to_string(rank) + ": " + err;
 }
@@ -95,12 +105,15 @@ INSTANTIATE_TEST_SUITE_P(Ring, FusedBytes,
                          ::testing::Values(Case{"shm", 3, false, 1}, Case{"shm", 4, true, 1},
                                            Case{"shm", 4, false, 1}, Case{"tcp", 3, false, 2},
                                            Case{"tcp", 3, true, 2}, Case{"tcp", 3, false, 1},
-                                           Case{"shm", 3, false, 0}, Case{"tcp", 3, true, 0}),
+                                           Case{"shm", 3, false, 0}, Case{"tcp", 3, true, 0},
+                                           Case{"shm", 3, false, 1, 1}, Case{"shm", 4, true, 1, 1},
+                                           Case{"shm", 2, false, 1, 0}, Case{"shm", 3, true, 0, 1}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return std::string(c.transport) + "_p" + std::to_string(c.nranks) +
                                   (c.in_place ? "_inplace" : "_outofplace") + "_steps" +
-                                  std::to_string(c.steps) + (c.fused() ? "_fused" : "_twopass");
+                                  std::to_string(c.steps) + (c.fused() ? "_fused" : "_twopass") +
+                                  (c.stream >= 0 ? "_stream" + std::to_string(c.stream) : "");
                          });
 
 // Rank 2 of 3 dies in the middle of a large all-reduce, while its neighbours are forwarding

@@ -102,6 +102,24 @@ TEST_P(MatrixShmSingleCopy, EveryCollectiveAndAlgorithm) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixShmSingleCopy, ::testing::Values(2, 3, 4));
 
+// The same over shm with every slot written with non-temporal stores (transport/shm_stream.h,
+// kernels/stream.h): the fused steps' streaming fills of every kind (reduce, reduce and keep,
+// copy; WEFT_AVG's last step) and the two-pass sends, at every length the matrix makes.
+class MatrixShmStream : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatrixShmStream, EveryCollectiveAndAlgorithm) {
+  auto results = mp_run(
+      GetParam(),
+      [](int rank, int n, int port) {
+        setenv("WEFT_SHM_STREAM", "1", 1);
+        return small_matrix(rank, n, port, "shm");
+      },
+      600000);
+  EXPECT_EQ(mp_summary(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MatrixShmStream, ::testing::Values(2, 3));
+
 // Larger counts: many slices per op, pipelining across tree levels and ring steps.
 // Over shm and TCP: more than one round of the rings (1 Mi elements on 3 ranks is two).
 class MatrixLarge : public ::testing::TestWithParam<std::pair<const char*, int>> {};

@@ -1,0 +1,86 @@
+// shm_stream_test.cc -- the choice between plain and non-temporal slot writes
+// (transport/shm_stream.h): the fastest of each block of timings becomes a kind's measure, the
+// writer takes the kind whose write and read add up to clearly less and keeps its choice between
+// kinds about as costly, probes the other kind once per SHM_STREAM_PROBE_NS, and WEFT_SHM_STREAM's
+// 0 and 1 override all of it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+extern "C" {
+#include "transport/shm_stream.h"
+}
+
+namespace {
+
+// A block of SHM_STREAM_BLOCK timings of 64 KiB, all `ns` but one 10x slower (a descheduling).
+int block(shm_stream_timer_t* t, int streamed, int64_t ns) {
+  int renewed = 0;
+  for (int i = 0; i < SHM_STREAM_BLOCK; i++)
+    renewed += shm_stream_note(t, streamed, 65536, i == 3 ? 10 * ns : ns);
+  return renewed;
+}
+
+TEST(ShmStream, TheFastestOfABlockIsTheMeasure) {
+  shm_stream_timer_t t = {};
+  for (int i = 0; i < SHM_STREAM_BLOCK - 1; i++)
+    EXPECT_EQ(shm_stream_note(&t, 0, 65536, 5000 + i), 0);
+  EXPECT_EQ(t.measure[0], 0);
+  EXPECT_EQ(shm_stream_note(&t, 0, 65536, 9000), 1);
+  EXPECT_EQ(t.measure[0], 5000);
+  EXPECT_EQ(block(&t, 1, 3000), 1);
+  EXPECT_EQ(t.measure[1], 3000);
+  EXPECT_EQ(t.measure[0], 5000);  // the other kind's stays
+  // Per 64 KiB: 16 KiB in 1 us counts as 4 us.
+  shm_stream_timer_t q = {};
+  for (int i = 0; i < SHM_STREAM_BLOCK; i++) shm_stream_note(&q, 1, 16384, 1000);
+  EXPECT_EQ(q.measure[1], 4000);
+  // The next block starts afresh: a slower phase shows at once.
+  EXPECT_EQ(block(&t, 1, 30000), 1);
+  EXPECT_EQ(t.measure[1], 30000);
+}
+
+TEST(ShmStream, TheWriterTakesTheKindThatCostsLessAllTold) {
+  // Cores sharing a cache: plain slots cost less to write and about the same to read.
+  int64_t read[2] = {1500, 1400}, write[2] = {3000, 9000};
+  EXPECT_EQ(shm_stream_better(read, write, 0), 0);
+  EXPECT_EQ(shm_stream_better(read, write, 1), 0);
+  // Lines crossing slowly: a plain slot takes 10x longer to read.
+  int64_t slow_read[2] = {30000, 2500}, slow_write[2] = {6000, 5000};
+  EXPECT_EQ(shm_stream_better(slow_read, slow_write, 0), 1);
+  EXPECT_EQ(shm_stream_better(slow_read, slow_write, 1), 1);
+  // Within a fifth of each other: the choice stays.
+  int64_t near_read[2] = {2000, 2100}, near_write[2] = {4000, 4300};
+  EXPECT_EQ(shm_stream_better(near_read, near_write, 0), 0);
+  EXPECT_EQ(shm_stream_better(near_read, near_write, 1), 1);
+  // A measure missing (the reader has not timed a streamed slot yet): the choice stays.
+  int64_t half_read[2] = {30000, 0};
+  EXPECT_EQ(shm_stream_better(half_read, slow_write, 0), 0);
+  EXPECT_EQ(shm_stream_better(half_read, slow_write, 1), 1);
+}
+
+TEST(ShmStream, TheOtherKindGoesOncePerProbeInterval) {
+  int64_t last = 0, now = SHM_STREAM_PROBE_NS;
+  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now, &last), 1);  // the first probe
+  EXPECT_EQ(last, now);
+  for (int i = 1; i < 100; i++)
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now + i * 1000, &last), 0);
+  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now + SHM_STREAM_PROBE_NS, &last), 1);
+  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, 65536, now + SHM_STREAM_PROBE_NS + 1, &last), 1);
+  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, 65536, now + 2 * SHM_STREAM_PROBE_NS, &last), 0);
+  // Small slots: always plain, and no probe taken.
+  int64_t before = last;
+  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, SHM_STREAM_MIN_BYTES - 1, now * 10, &last), 0);
+  EXPECT_EQ(last, before);
+}
+
+TEST(ShmStream, ZeroAndOneOverrideTheChoice) {
+  int64_t last = 0;
+  for (int64_t now : {int64_t{0}, int64_t{SHM_STREAM_PROBE_NS} * 5}) {
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_NEVER, 1, 65536, now, &last), 0);
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 65536, now, &last), 1);
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 8, now, &last), 1);  // every slot
+  }
+}
+
+}  // namespace
