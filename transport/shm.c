@@ -112,7 +112,8 @@ typedef struct {
   int ack_first, ack_count;
   int stream_mode;           /* WEFT_SHM_STREAM (shm_stream.h) */
   int stream_preferred;      /* 1: our large slots go streamed (but for probes) */
-  int64_t stream_probe_ns;   /* when an outgoing slot of the kind not preferred last went */
+  int stream_known;          /* the four measures the choice adds up have all come in */
+  uint64_t large_sent;       /* outgoing slots of SHM_STREAM_MIN_BYTES or more */
   shm_stream_timer_t writes; /* how long our large slots take us to write, per kind */
   shm_stream_timer_t reads;  /* how long the peer's take us to bring over, per kind */
   int last_in_streamed;      /* the kind of the last incoming slot */
@@ -315,15 +316,15 @@ static void publish(shm_conn_t *c, size_t i) {
 }
 
 /* Whether the next outgoing slot, of k bytes, is written with non-temporal stores: the kind we
- * prefer, or the other once per SHM_STREAM_PROBE_NS (shm_stream.h). *timed: its write is timed
- * (every probe, one in SHM_STREAM_SAMPLE of the rest). */
+ * prefer, or the other once in SHM_STREAM_PROBE_SLOTS (SHM_STREAM_EXPLORE_SLOTS until every
+ * measure is in: shm_stream.h). *timed: its write is timed (every probe, one in
+ * SHM_STREAM_SAMPLE of the rest; every one until the measures are in). */
 static int stream_next(shm_conn_t *c, size_t k, int *timed) {
-  *timed = 0;
-  if (c->stream_mode != SHM_STREAM_AUTO || k < SHM_STREAM_MIN_BYTES)
-    return shm_stream_pick(c->stream_mode, 0, k, 0, &c->stream_probe_ns);
-  int streamed =
-      shm_stream_pick(c->stream_mode, c->stream_preferred, k, clock_now_ns(), &c->stream_probe_ns);
-  *timed = streamed != c->stream_preferred || c->head % SHM_STREAM_SAMPLE == 0;
+  int period = c->stream_known ? SHM_STREAM_PROBE_SLOTS : SHM_STREAM_EXPLORE_SLOTS;
+  int streamed = shm_stream_pick(c->stream_mode, c->stream_preferred, k, period, &c->large_sent);
+  *timed = c->stream_mode == SHM_STREAM_AUTO && k >= SHM_STREAM_MIN_BYTES &&
+           (streamed != c->stream_preferred || !c->stream_known ||
+            c->large_sent % SHM_STREAM_SAMPLE == 1);
   return streamed;
 }
 
@@ -334,6 +335,7 @@ static void note_write(shm_conn_t *c, int streamed, size_t k, int64_t ns) {
   int64_t read[2] = {atomic_load_explicit(&c->out->read_ns[0], memory_order_relaxed),
                      atomic_load_explicit(&c->out->read_ns[1], memory_order_relaxed)};
   int was = c->stream_preferred;
+  c->stream_known = read[0] && read[1] && c->writes.measure[0] && c->writes.measure[1];
   c->stream_preferred = shm_stream_better(read, c->writes.measure, was);
   if (c->stream_preferred != was && c->t->cfg->debug >= 2)
     fprintf(stderr,

@@ -21,12 +21,8 @@ int shm_stream_better(const int64_t read[2], const int64_t write[2], int was) {
   return was;
 }
 
-int shm_stream_pick(int mode, int preferred, size_t bytes, int64_t now_ns, int64_t *last_probe_ns) {
+int shm_stream_pick(int mode, int preferred, size_t bytes, int period, uint64_t *large) {
   if (mode == SHM_STREAM_ALWAYS) return 1;
   if (mode == SHM_STREAM_NEVER || bytes < SHM_STREAM_MIN_BYTES) return 0;
-  if (now_ns - *last_probe_ns >= SHM_STREAM_PROBE_NS) {
-    *last_probe_ns = now_ns;
-    return !preferred;
-  }
-  return preferred;
+  return ++*large % (uint64_t)period == 0 ? !preferred : preferred;
 }

@@ -10,8 +10,8 @@
  * by 6x (results/2026-11-29-shm-streaming). Which holds is not known in advance and can change
  * while a job runs, so each connection measures: the receiver times how long a large slot's
  * lines take to come over, per kind, and publishes it; the writer times its own writes per kind
- * and writes the kind whose two costs add up to less, and the other kind now and then (one slot
- * per SHM_STREAM_PROBE_NS) so that every measure stays current. */
+ * and writes the kind whose two costs add up to less, and the other kind now and then (one large
+ * slot in SHM_STREAM_PROBE_SLOTS) so that every measure stays current. */
 #ifndef WEFT_TRANSPORT_SHM_STREAM_H_
 #define WEFT_TRANSPORT_SHM_STREAM_H_
 
@@ -21,13 +21,18 @@
 /* Smaller slots are written plainly and not timed (in auto mode): a small message's latency is a
  * few cache misses, which memory would only lengthen. */
 #define SHM_STREAM_MIN_BYTES 16384
-/* How often the writer writes one slot of the kind it does not prefer: at most one slot's extra
- * time (a few to 50 us) per millisecond of traffic. */
-#define SHM_STREAM_PROBE_NS 1000000
-/* Slots of the preferred kind each side times, one in this many (every slot of the other kind
- * is timed): a timing costs two clock reads, and the reader's a pass over the slot's lines
- * before the receive's own. */
-#define SHM_STREAM_SAMPLE 8
+/* How often the writer writes a large slot of the kind it does not prefer, one in this many: a
+ * probe costs up to 10x a slot's time (a plain slot while lines cross slowly), so 256 keep that
+ * under 4%, and a block of probes still comes every few milliseconds at 64 KiB slots. */
+#define SHM_STREAM_PROBE_SLOTS 256
+/* The same while the writer still lacks one of the four measures (a new connection): the choice
+ * is made within the first hundred large slots, which a short job or benchmark would otherwise
+ * never reach. */
+#define SHM_STREAM_EXPLORE_SLOTS 8
+/* Slots of the preferred kind each side times, one in this many (every probe is timed): a
+ * timing costs two clock reads, and the reader's a pass over the slot's lines before the
+ * receive's own, which measured 5% at 1 in 8 (2 ranks, 256 KiB-4 MiB). */
+#define SHM_STREAM_SAMPLE 32
 /* Timings per kind before their fastest becomes that kind's measure: the fastest of a few leaves
  * out the ones a descheduling or an interrupt lengthened. */
 #define SHM_STREAM_BLOCK 8
@@ -52,7 +57,8 @@ int shm_stream_note(shm_stream_timer_t *t, int streamed, size_t bytes, int64_t n
 int shm_stream_better(const int64_t read[2], const int64_t write[2], int was);
 
 /* Whether the next slot, of `bytes`, goes streamed. `mode` is WEFT_SHM_STREAM, `preferred` the
- * writer's choice; *last_probe_ns is when a slot of the other kind last went (start at 0). */
-int shm_stream_pick(int mode, int preferred, size_t bytes, int64_t now_ns, int64_t *last_probe_ns);
+ * writer's choice, `period` how many large slots go per probe (SHM_STREAM_PROBE_SLOTS, or
+ * SHM_STREAM_EXPLORE_SLOTS); *large counts the large slots picked for so far (start at 0). */
+int shm_stream_pick(int mode, int preferred, size_t bytes, int period, uint64_t *large);
 
 #endif /* WEFT_TRANSPORT_SHM_STREAM_H_ */

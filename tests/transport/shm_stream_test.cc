@@ -1,8 +1,8 @@
 // shm_stream_test.cc -- the choice between plain and non-temporal slot writes
 // (transport/shm_stream.h): the fastest of each block of timings becomes a kind's measure, the
 // writer takes the kind whose write and read add up to clearly less and keeps its choice between
-// kinds about as costly, probes the other kind once per SHM_STREAM_PROBE_NS, and WEFT_SHM_STREAM's
-// 0 and 1 override all of it.
+// kinds about as costly, probes the other kind once in SHM_STREAM_PROBE_SLOTS, and
+// WEFT_SHM_STREAM's 0 and 1 override all of it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -59,27 +59,27 @@ TEST(ShmStream, TheWriterTakesTheKindThatCostsLessAllTold) {
   EXPECT_EQ(shm_stream_better(half_read, slow_write, 1), 1);
 }
 
-TEST(ShmStream, TheOtherKindGoesOncePerProbeInterval) {
-  int64_t last = 0, now = SHM_STREAM_PROBE_NS;
-  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now, &last), 1);  // the first probe
-  EXPECT_EQ(last, now);
-  for (int i = 1; i < 100; i++)
-    EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now + i * 1000, &last), 0);
-  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 0, 65536, now + SHM_STREAM_PROBE_NS, &last), 1);
-  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, 65536, now + SHM_STREAM_PROBE_NS + 1, &last), 1);
-  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, 65536, now + 2 * SHM_STREAM_PROBE_NS, &last), 0);
-  // Small slots: always plain, and no probe taken.
-  int64_t before = last;
-  EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, SHM_STREAM_MIN_BYTES - 1, now * 10, &last), 0);
-  EXPECT_EQ(last, before);
+TEST(ShmStream, TheOtherKindGoesOnceAPeriod) {
+  for (int period : {SHM_STREAM_PROBE_SLOTS, SHM_STREAM_EXPLORE_SLOTS}) {
+    uint64_t large = 0;
+    for (int preferred : {0, 1})
+      for (int i = 1; i <= 3 * period; i++)
+        EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, preferred, 65536, period, &large),
+                  i % period == 0 ? !preferred : preferred)
+            << "slot " << i << " of period " << period;
+    // Small slots: always plain, and not counted.
+    uint64_t before = large;
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, SHM_STREAM_MIN_BYTES - 1, period, &large), 0);
+    EXPECT_EQ(large, before);
+  }
 }
 
 TEST(ShmStream, ZeroAndOneOverrideTheChoice) {
-  int64_t last = 0;
-  for (int64_t now : {int64_t{0}, int64_t{SHM_STREAM_PROBE_NS} * 5}) {
-    EXPECT_EQ(shm_stream_pick(SHM_STREAM_NEVER, 1, 65536, now, &last), 0);
-    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 65536, now, &last), 1);
-    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 8, now, &last), 1);  // every slot
+  uint64_t large = SHM_STREAM_PROBE_SLOTS - 1;  // the next auto pick would be a probe
+  for (int i = 0; i < 2; i++) {
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_NEVER, 1, 65536, SHM_STREAM_PROBE_SLOTS, &large), 0);
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 65536, SHM_STREAM_PROBE_SLOTS, &large), 1);
+    EXPECT_EQ(shm_stream_pick(SHM_STREAM_ALWAYS, 0, 8, SHM_STREAM_PROBE_SLOTS, &large), 1);
   }
 }
 
