@@ -25,10 +25,10 @@
  * probe costs up to 10x a slot's time (a plain slot while lines cross slowly), so 256 keep that
  * under 4%, and a block of probes still comes every few milliseconds at 64 KiB slots. */
 #define SHM_STREAM_PROBE_SLOTS 256
-/* The same while the writer still lacks one of the four measures (a new connection): the choice
- * is made within the first hundred large slots, which a short job or benchmark would otherwise
- * never reach. */
-#define SHM_STREAM_EXPLORE_SLOTS 8
+/* The same while the writer still lacks one of the four measures (a new connection): every
+ * other slot, so that the choice is made within the first few dozen large slots (at 8, a 2-rank
+ * all-reduce of 128 KiB was still exploring after 90 of them in the sweep of a benchmark). */
+#define SHM_STREAM_EXPLORE_SLOTS 2
 /* Slots of the preferred kind each side times, one in this many (every probe is timed): a
  * timing costs two clock reads, and the reader's a pass over the slot's lines before the
  * receive's own, which measured 5% at 1 in 8 (2 ranks, 256 KiB-4 MiB). */
