@@ -96,13 +96,13 @@ static const knob_t knobs[] = {
     {"WEFT_SHM_SINGLE_COPY_BYTES", "0", KNOB_SIZE, 0, 1LL << 40, KNOB_AT(shm_single_copy_bytes),
      "shm slots of at least this many bytes that a plain receive takes are read straight from "
      "the sender's buffer (process_vm_readv: one copy instead of two); 0: never"},
-    /* Auto: where lines cross between the cores' caches slowly, a slot written with non-temporal
-     * stores reads up to 6x faster than one written plainly; where the cores share a cache, 2-3x
-     * slower. The 2-core development VM is in both states by turns, seconds at a time
+    /* Auto: where lines cross between the cores' caches slowly, slots written with non-temporal
+     * stores made a 2-rank 1 MiB all-reduce 6x faster than plain ones; where the cores share a
+     * cache, 3x slower. The 2-core development VM is in both states by turns, seconds at a time
      * (results/2026-11-29-shm-streaming), so each connection measures (transport/shm_stream.h). */
     {"WEFT_SHM_STREAM", "-1", KNOB_INT, -1, 1, KNOB_AT(shm_stream),
-     "shm slots of 16 KiB and more written with non-temporal stores: -1 while the receiver reads "
-     "them faster than plainly written ones (measured per connection), 0 never, 1 every slot"},
+     "shm slots of 16 KiB and more written with non-temporal stores: -1 while that costs less "
+     "to write and read (measured per connection), 0 never, 1 every slot"},
     /* Device buffers pay a host round trip per slice (a copy or kernel enqueued, then its fence
      * polled): on an H100, 2 ranks over CUDA IPC, all-reduce busbw at 256 MiB was 0.88 GB/s in
      * 64 KiB slices and 46 in 8 slots of 4 MiB; 4 ranks 0.44 and 24 (4 slots of 4 MiB: 16 and

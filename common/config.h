@@ -38,7 +38,7 @@ typedef struct {
   size_t shm_single_copy_bytes; /* WEFT_SHM_SINGLE_COPY_BYTES: shm sends this large go by
                                  * process_vm_readv; 0 = never */
   int shm_stream;            /* WEFT_SHM_STREAM: large shm slots written with non-temporal stores:
-                              * -1 when the receiver reads them faster, 0 never, 1 every slot */
+                              * -1 where that costs less, 0 never, 1 every slot */
   size_t device_slice_bytes; /* WEFT_DEVICE_SLICE_BYTES: the slice of calls on device buffers */
   int device_slots;          /* WEFT_DEVICE_SLOTS: slots per direction of a device connection */
   int fused_steps;         /* WEFT_FUSED_STEPS: run fused ring steps fused (1) or as two passes */
