@@ -320,10 +320,10 @@ static void publish(shm_conn_t *c, size_t i) {
  * measure is in: shm_stream.h). *timed: its write is timed (every probe, one in
  * SHM_STREAM_SAMPLE of the rest; every one until the measures are in). */
 static int stream_next(shm_conn_t *c, size_t k, int *timed) {
-  int period = c->stream_known ? SHM_STREAM_PROBE_SLOTS : SHM_STREAM_EXPLORE_SLOTS;
+  int period = shm_stream_period(c->stream_known, c->large_sent);
   int streamed = shm_stream_pick(c->stream_mode, c->stream_preferred, k, period, &c->large_sent);
   *timed = c->stream_mode == SHM_STREAM_AUTO && k >= SHM_STREAM_MIN_BYTES &&
-           (streamed != c->stream_preferred || !c->stream_known ||
+           (streamed != c->stream_preferred || period == SHM_STREAM_EXPLORE_SLOTS ||
             c->large_sent % SHM_STREAM_SAMPLE == 1);
   return streamed;
 }
@@ -686,9 +686,7 @@ static weft_result_t recv_progress(shm_conn_t *c, int *progressed) {
       publish_plain(c);
       continue;
     }
-    if (where == 2) {
-      memcpy(p->ptr, data + i * slot, k);
-    }
+    if (where == 2) memcpy(p->ptr, data + i * slot, k);
     p->ptr += k;
     p->left -= k;
     c->freed[i] = 1;

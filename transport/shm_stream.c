@@ -21,6 +21,11 @@ int shm_stream_better(const int64_t read[2], const int64_t write[2], int was) {
   return was;
 }
 
+int shm_stream_period(int known, uint64_t large) {
+  return known || large >= SHM_STREAM_PROBE_SLOTS ? SHM_STREAM_PROBE_SLOTS
+                                                  : SHM_STREAM_EXPLORE_SLOTS;
+}
+
 int shm_stream_pick(int mode, int preferred, size_t bytes, int period, uint64_t *large) {
   if (mode == SHM_STREAM_ALWAYS) return 1;
   if (mode == SHM_STREAM_NEVER || bytes < SHM_STREAM_MIN_BYTES) return 0;

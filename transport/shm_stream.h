@@ -56,6 +56,12 @@ int shm_stream_note(shm_stream_timer_t *t, int streamed, size_t bytes, int64_t n
  * measure is missing. */
 int shm_stream_better(const int64_t read[2], const int64_t write[2], int was);
 
+/* The probe period for the writer's next large slot: SHM_STREAM_EXPLORE_SLOTS while `known` (all
+ * four measures in) is 0, for at most SHM_STREAM_PROBE_SLOTS large slots (`large` so far: a peer
+ * that never times its reads, WEFT_SHM_STREAM=0 there, must not keep it exploring), then
+ * SHM_STREAM_PROBE_SLOTS. */
+int shm_stream_period(int known, uint64_t large);
+
 /* Whether the next slot, of `bytes`, goes streamed. `mode` is WEFT_SHM_STREAM, `preferred` the
  * writer's choice, `period` how many large slots go per probe (SHM_STREAM_PROBE_SLOTS, or
  * SHM_STREAM_EXPLORE_SLOTS); *large counts the large slots picked for so far (start at 0). */

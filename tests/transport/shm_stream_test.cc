@@ -1,8 +1,9 @@
 // shm_stream_test.cc -- the choice between plain and non-temporal slot writes
 // (transport/shm_stream.h): the fastest of each block of timings becomes a kind's measure, the
 // writer takes the kind whose write and read add up to clearly less and keeps its choice between
-// kinds about as costly, probes the other kind once in SHM_STREAM_PROBE_SLOTS, and
-// WEFT_SHM_STREAM's 0 and 1 override all of it.
+// kinds about as costly, probes the other kind once in SHM_STREAM_PROBE_SLOTS (every other slot
+// while a new connection explores, for a bounded time), and WEFT_SHM_STREAM's 0 and 1 override
+// all of it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -72,6 +73,15 @@ TEST(ShmStream, TheOtherKindGoesOnceAPeriod) {
     EXPECT_EQ(shm_stream_pick(SHM_STREAM_AUTO, 1, SHM_STREAM_MIN_BYTES - 1, period, &large), 0);
     EXPECT_EQ(large, before);
   }
+}
+
+TEST(ShmStream, ExploresUntilTheMeasuresAreInOrForAtMostAProbePeriod) {
+  EXPECT_EQ(shm_stream_period(0, 0), SHM_STREAM_EXPLORE_SLOTS);
+  EXPECT_EQ(shm_stream_period(0, SHM_STREAM_PROBE_SLOTS - 1), SHM_STREAM_EXPLORE_SLOTS);
+  EXPECT_EQ(shm_stream_period(1, 3), SHM_STREAM_PROBE_SLOTS);
+  // A receiver that never reports (its WEFT_SHM_STREAM is 0) ends the exploring all the same.
+  EXPECT_EQ(shm_stream_period(0, SHM_STREAM_PROBE_SLOTS), SHM_STREAM_PROBE_SLOTS);
+  EXPECT_EQ(shm_stream_period(0, 1000000), SHM_STREAM_PROBE_SLOTS);
 }
 
 TEST(ShmStream, ZeroAndOneOverrideTheChoice) {
