@@ -45,12 +45,12 @@ typedef struct xfer {
    * device transports (cuda_ipc, staged) accept it; host transports never see device buffers. */
   int device;
   const char *data; /* post_recv_inplace: where the message lies once complete */
-  /* Set by lend_send: fill the lent slot with non-temporal stores (kernels/stream.h), which costs
-   * less now than plain ones (transport/shm_stream.h); a request, not a condition of the data
-   * being right. 0 where a transport never asks. */
   /* Set by the caller before lend_send: it writes only a small part of the slot (a call
    * description), plainly: the transport has nothing to choose or measure about it. */
   int lend_part;
+  /* Set by lend_send: fill the lent slot with non-temporal stores (kernels/stream.h), which costs
+   * less now than plain ones (transport/shm_stream.h); a request, not a condition of the data
+   * being right. 0 where a transport never asks. */
   int lent_stream;
   /* Set by lend_send where the transport times how long filling its slot takes
    * (transport/shm_stream.h): the caller then sets fill_ns, the time its pass writing the slot
